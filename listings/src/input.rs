@@ -1,0 +1,198 @@
+//! Checks on the inputs of every listing: shapes that must agree, sequences
+//! that must not be empty, values that must be finite. A bad input is an
+//! error that names the problem, never a silent broadcast or a NaN.
+
+use ndarray::ArrayRef2;
+use std::fmt;
+
+/// What is wrong with an input, in words a reader can act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputError {
+    /// Two operands whose sizes must agree do not.
+    ShapeMismatch {
+        left: (&'static str, [usize; 2]),
+        right: (&'static str, [usize; 2]),
+        rule: &'static str,
+    },
+    /// An operand with no rows or no columns.
+    Empty {
+        name: &'static str,
+        shape: [usize; 2],
+    },
+    /// A NaN or an infinity in an operand.
+    NonFinite {
+        name: &'static str,
+        at: [usize; 2],
+        value: f64,
+    },
+    /// An index past the end of a sequence.
+    OutOfRange {
+        name: &'static str,
+        index: usize,
+        len: usize,
+    },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::ShapeMismatch { left, right, rule } => write!(
+                f,
+                "shape mismatch: {} is {:?} but {} is {:?} ({rule})",
+                left.0, left.1, right.0, right.1
+            ),
+            InputError::Empty { name, shape } => {
+                write!(f, "empty input: {name} has shape {shape:?}")
+            }
+            InputError::NonFinite { name, at, value } => {
+                write!(f, "non-finite value {value} in {name} at {at:?}")
+            }
+            InputError::OutOfRange { name, index, len } => write!(
+                f,
+                "index out of range: {name} is {index} \
+                 but the sequence has {len} positions"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+fn shape(a: &ArrayRef2<f64>) -> [usize; 2] {
+    [a.nrows(), a.ncols()]
+}
+
+/// `a` has at least one row and one column, and only finite entries.
+pub fn nonempty_finite(
+    name: &'static str,
+    a: &ArrayRef2<f64>,
+) -> Result<(), InputError> {
+    if a.is_empty() {
+        return Err(InputError::Empty {
+            name,
+            shape: shape(a),
+        });
+    }
+    match a.indexed_iter().find(|(_, x)| !x.is_finite()) {
+        Some(((i, j), &value)) => Err(InputError::NonFinite {
+            name,
+            at: [i, j],
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `a` and `b` have the same number of columns.
+pub fn same_cols(
+    (a_name, a): (&'static str, &ArrayRef2<f64>),
+    (b_name, b): (&'static str, &ArrayRef2<f64>),
+    rule: &'static str,
+) -> Result<(), InputError> {
+    agree(a.ncols() == b.ncols(), (a_name, a), (b_name, b), rule)
+}
+
+/// `a` and `b` have the same number of rows.
+pub fn same_rows(
+    (a_name, a): (&'static str, &ArrayRef2<f64>),
+    (b_name, b): (&'static str, &ArrayRef2<f64>),
+    rule: &'static str,
+) -> Result<(), InputError> {
+    agree(a.nrows() == b.nrows(), (a_name, a), (b_name, b), rule)
+}
+
+fn agree(
+    ok: bool,
+    (a_name, a): (&'static str, &ArrayRef2<f64>),
+    (b_name, b): (&'static str, &ArrayRef2<f64>),
+    rule: &'static str,
+) -> Result<(), InputError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(InputError::ShapeMismatch {
+            left: (a_name, shape(a)),
+            right: (b_name, shape(b)),
+            rule,
+        })
+    }
+}
+
+/// The checks every attention variant makes on q: (N, d), k: (N_k, d) and
+/// v: (N_k, m). A causal read also needs one key per query (N_k = N).
+pub fn check_qkv(
+    q: &ArrayRef2<f64>,
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    causal: bool,
+) -> Result<(), InputError> {
+    nonempty_finite("q", q)?;
+    nonempty_finite("k", k)?;
+    nonempty_finite("v", v)?;
+    same_cols(("q", q), ("k", k), "queries and keys share the width d")?;
+    same_rows(("k", k), ("v", v), "each key has one value")?;
+    if causal {
+        same_rows(("q", q), ("k", k), "a causal read has one key per query")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    #[test]
+    fn mismatch_message_names_both_operands_and_shapes() {
+        let q = Array2::<f64>::zeros((12, 8));
+        let k = Array2::<f64>::zeros((12, 6));
+        let v = Array2::<f64>::zeros((12, 8));
+        let msg = check_qkv(&q, &k, &v, false).unwrap_err().to_string();
+        assert!(msg.contains("q is [12, 8]"), "{msg}");
+        assert!(msg.contains("k is [12, 6]"), "{msg}");
+    }
+
+    #[test]
+    fn empty_sequence_is_an_error_not_a_nan() {
+        let e = Array2::<f64>::zeros((0, 8));
+        let err = check_qkv(&e, &e, &e, true).unwrap_err();
+        assert_eq!(
+            err,
+            InputError::Empty {
+                name: "q",
+                shape: [0, 8]
+            }
+        );
+        assert!(err.to_string().contains("empty input: q"));
+    }
+
+    #[test]
+    fn non_finite_values_are_reported_with_their_position() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let q = Array2::<f64>::zeros((3, 2));
+            let mut k = q.clone();
+            k[[2, 1]] = bad;
+            let err = check_qkv(&q, &k, &q, true).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    InputError::NonFinite {
+                        name: "k",
+                        at: [2, 1],
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn causal_read_needs_one_key_per_query() {
+        let q = Array2::<f64>::zeros((4, 2));
+        let kv = Array2::<f64>::zeros((5, 2));
+        assert!(check_qkv(&q, &kv, &kv, false).is_ok());
+        let msg = check_qkv(&q, &kv, &kv, true).unwrap_err().to_string();
+        assert!(msg.contains("one key per query"), "{msg}");
+    }
+}
