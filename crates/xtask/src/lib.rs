@@ -1,0 +1,83 @@
+//! The library behind `cargo xtask`: tool setup, the book build and its
+//! checks. A library so that the checks' own tests can call it.
+
+pub mod book;
+pub mod setup;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Why a step failed, in words for the person at the terminal.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+/// The workspace root (the folder with book.toml).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root exists")
+}
+
+/// Announce a step.
+pub fn step(what: &str) {
+    println!("\n==> {what}");
+}
+
+/// Run a command in `dir`, letting it print, and fail if it fails.
+pub fn run(program: &str, args: &[&str], dir: &Path) -> Result<(), Failure> {
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .map_err(|e| Failure(format!("could not start `{program}`: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure(format!(
+            "`{program} {}` failed ({status})",
+            args.join(" ")
+        )))
+    }
+}
+
+/// Run a command in `dir` with its output captured, then print it through
+/// Rust's `print!` (so a test harness captures it too), and fail if the
+/// command failed.
+pub fn run_echo(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+) -> Result<(), Failure> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Failure(format!("could not start `{program}`: {e}")))?;
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Failure(format!(
+            "`{program} {}` failed ({})",
+            args.join(" "),
+            out.status
+        )))
+    }
+}
+
+/// Run a command and return what it printed on stdout, or None if it could
+/// not start or failed.
+pub fn capture(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}

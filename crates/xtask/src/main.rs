@@ -1,0 +1,91 @@
+//! `cargo xtask <command>`: the book's build and test entry points.
+//!
+//! ```text
+//! cargo xtask setup   install mdbook 0.5.4, mdbook-katex 0.10.0 and KaTeX's CSS + fonts if missing
+//! cargo xtask build   setup, then build the book into book/ and check the HTML
+//! cargo xtask serve   setup, build, then serve on http://localhost:3000 and rebuild on change
+//! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks, failure checks
+//! ```
+
+use std::process::ExitCode;
+use xtask::{Failure, book, root, run, setup};
+
+const USAGE: &str = "usage: cargo xtask <setup | build | serve | test>
+
+  setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0) and
+          KaTeX's stylesheet and fonts, where missing
+  build   setup, then build the book into book/ and check every page
+  serve   setup, build, then serve the book on http://localhost:3000
+  test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
+          the book build with its checks, and the checks' own tests";
+
+fn main() -> ExitCode {
+    let command = std::env::args().nth(1).unwrap_or_default();
+    let result = match command.as_str() {
+        "setup" => setup::all(),
+        "build" => build(),
+        "serve" => serve(),
+        "test" => test(),
+        "" | "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(Failure(format!("unknown command `{other}`\n\n{USAGE}"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(why)) => {
+            eprintln!("\nxtask {command}: FAILED\n{why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn build() -> Result<(), Failure> {
+    setup::all()?;
+    let pages = book::build(&root())?;
+    println!("xtask build: {pages} pages built into book/ and checked");
+    Ok(())
+}
+
+fn serve() -> Result<(), Failure> {
+    build()?;
+    xtask::step("mdbook serve on http://localhost:3000 (Ctrl-C to stop)");
+    run("mdbook", &["serve", "--port", "3000"], &root())
+}
+
+fn test() -> Result<(), Failure> {
+    let root = root();
+    setup::all()?;
+    xtask::step("cargo fmt --check");
+    run("cargo", &["fmt", "--all", "--", "--check"], &root)?;
+    xtask::step("cargo clippy (warnings are errors)");
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &root,
+    )?;
+    xtask::step("cargo test --workspace");
+    run("cargo", &["test", "--workspace", "--quiet"], &root)?;
+    book::mdbook_test(&root)?;
+    let pages = book::build(&root)?;
+    xtask::step("the build's failure checks: broken books must not build");
+    run(
+        "cargo",
+        &["test", "--quiet", "--package", "xtask", "--", "--ignored"],
+        &root,
+    )?;
+    println!(
+        "\nxtask test: every step passed (fmt, clippy, cargo test, mdbook test, \
+         {pages} pages built and checked, failure checks)"
+    );
+    Ok(())
+}

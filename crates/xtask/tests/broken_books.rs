@@ -1,0 +1,152 @@
+//! The build's checks, proved: small books with one defect each must fail
+//! to build, and the same book without the defect must build. These tests
+//! run mdbook, so they are ignored by a plain `cargo test`; `cargo xtask
+//! test` runs them after installing the tools (`cargo test -p xtask --
+//! --ignored`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use xtask::{Failure, book, root};
+
+/// A tiny book in target/broken-books/NAME using the real preprocessors,
+/// with one chapter whose text is `chapter` and a listings file `code.rs`.
+fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
+    let workspace = root();
+    let dir = workspace.join("target/broken-books").join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::create_dir_all(dir.join("theme")).unwrap();
+    let manifest = workspace.join("Cargo.toml");
+    fs::write(
+        dir.join("book.toml"),
+        format!(
+            "[book]\ntitle = \"{name}\"\n\n[build]\ncreate-missing = false\n\n\
+             [rust]\nedition = \"2024\"\n\n\
+             [preprocessor.listings]\n\
+             command = \"cargo run --quiet --manifest-path {} --package mdbook-listings --\"\n\
+             before = [\"links\"]\n\n\
+             [preprocessor.katex]\nafter = [\"links\"]\nno-css = true\n",
+            manifest.display()
+        ),
+    )
+    .unwrap();
+    fs::copy(workspace.join("theme/head.hbs"), dir.join("theme/head.hbs"))
+        .unwrap();
+    fs::write(
+        dir.join("code.rs"),
+        "// ANCHOR: shown\npub fn shown() {}\n// ANCHOR_END: shown\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("src/SUMMARY.md"),
+        format!("# Summary\n\n- [Chapter](chapter.md)\n{summary_extra}"),
+    )
+    .unwrap();
+    fs::write(dir.join("src/chapter.md"), chapter).unwrap();
+    dir
+}
+
+const GOOD: &str = "# Chapter\n\nInline $x^2$ and display:\n\n$$\n\\frac{1}{2}\n$$\n\n\
+                    ```rust,noplayground\n{{#include ../code.rs:shown}}\n```\n\n\
+                    {{#figure causal-attention-heatmap}}\n\n\
+                    {{#output attention-walkthrough}}\n";
+
+fn fails_with(dir: &Path, expected: &str) {
+    match book::build(dir) {
+        Ok(_) => panic!("{} built, but should have failed", dir.display()),
+        Err(Failure(why)) => assert!(
+            why.contains(expected),
+            "{} failed, but not with `{expected}`:\n{why}",
+            dir.display()
+        ),
+    }
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn the_defect_free_book_builds() {
+    let dir = fixture("good", "", GOOD);
+    let pages = book::build(&dir).expect("the good fixture builds");
+    assert!(pages >= 2);
+    let html = fs::read_to_string(dir.join("book/chapter.html")).unwrap();
+    assert!(html.contains("class=\"katex"), "math was prerendered");
+    assert!(html.contains("<svg"), "the figure is inline");
+    assert!(html.contains("Listing 1.1"));
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_katex_error_fails_the_build() {
+    let broken = GOOD.replace("\\frac{1}{2}", "\\frac{1}{");
+    fails_with(&fixture("katex", "", &broken), "KaTeX could not render");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn an_unknown_macro_fails_the_build() {
+    let broken = GOOD.replace("$x^2$", "$\\notamacro{x}$");
+    fails_with(&fixture("macro", "", &broken), "KaTeX could not render");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn an_include_with_a_missing_anchor_fails_the_build() {
+    let broken = GOOD.replace("code.rs:shown", "code.rs:hidden");
+    fails_with(&fixture("anchor", "", &broken), "no `ANCHOR: hidden`");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn an_unknown_figure_fails_the_build_and_lists_the_known_ones() {
+    let broken = GOOD
+        .replace("{{#figure causal-attention-heatmap}}", "{{#figure nope}}");
+    fails_with(
+        &fixture("figure", "", &broken),
+        "unknown figure `nope`; known figures: causal-attention-heatmap",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn an_unknown_output_fails_the_build() {
+    let broken =
+        GOOD.replace("{{#output attention-walkthrough}}", "{{#output nope}}");
+    fails_with(&fixture("output", "", &broken), "unknown output `nope`");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_summary_entry_without_a_file_fails_the_build() {
+    let dir = fixture("missing", "- [Missing](missing.md)\n", GOOD);
+    fails_with(&dir, "mdbook build failed");
+    assert!(!dir.join("src/missing.md").exists(), "no page was created");
+}
+
+/// A chapter with one tested block that calls `listings`.
+fn tested_block(assertion: &str) -> String {
+    format!(
+        "# Chapter\n\n```rust\n# extern crate listings;\n\
+         let (_, read) = listings::attention::walkthrough(0);\n\
+         # {assertion}\nprintln!(\"{{:?}}\", read.weights.dim());\n```\n"
+    )
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn mdbook_test_runs_book_code_against_listings_and_fails_on_a_broken_assert() {
+    let good = fixture(
+        "tested",
+        "",
+        &tested_block("assert_eq!(read.weights.dim(), (12, 12));"),
+    );
+    book::mdbook_test(&good).expect("a true hidden assertion passes");
+    let bad = fixture(
+        "untested",
+        "",
+        &tested_block("assert_eq!(read.weights.dim(), (12, 13));"),
+    );
+    assert!(
+        book::mdbook_test(&bad).is_err(),
+        "a false hidden assertion must fail"
+    );
+}
