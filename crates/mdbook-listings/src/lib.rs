@@ -89,6 +89,18 @@ impl Kind {
     }
 }
 
+/// What the book is being prepared for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// A renderer such as `html`: the reader's book.
+    Render,
+    /// `mdbook test`: rustdoc compiles and runs the Rust blocks. Listings
+    /// (`{{#include}}` of library code) are marked `ignore`, because
+    /// `cargo test` tests them where they live; runnable examples
+    /// (`{{#rustdoc_include}}` of a file with `fn main`) are run.
+    Test,
+}
+
 /// One chapter as the preprocessor sees it.
 struct Chapter {
     /// "2" for chapter 2, "2.1" for its first section, "A" for the first
@@ -107,6 +119,7 @@ pub fn process(
     book: &mut Value,
     src: &Path,
     registry: &dyn Registry,
+    mode: Mode,
 ) -> Result<(), Vec<String>> {
     let mut chapters = Vec::new();
     let mut seen_numbered = false;
@@ -125,6 +138,7 @@ pub fn process(
     let mut expanded = Vec::with_capacity(chapters.len());
     for (i, ch) in chapters.iter().enumerate() {
         expanded.push(expand(
+            mode,
             i,
             ch,
             &paths,
@@ -214,8 +228,9 @@ type Index = HashMap<(Kind, String), Vec<(usize, String)>>;
 enum Line<'a> {
     /// A fence that opens or closes a code block.
     Fence,
-    /// `{{#include path:anchor}}` or `{{#rustdoc_include ...}}`.
-    Include { arg: &'a str },
+    /// `{{#include path:anchor}}` (a listing: library code) or
+    /// `{{#rustdoc_include path:anchor}}` (a runnable example).
+    Include { arg: &'a str, runnable: bool },
     /// `{{#figure NAME}}` or `{{#output NAME}}` alone on a line.
     Block { kind: Kind, name: &'a str },
     /// Anything else.
@@ -242,6 +257,7 @@ fn classify(line: &str) -> Line<'_> {
             if let Some(end) = rest.find("}}") {
                 return Line::Include {
                     arg: rest[..end].trim(),
+                    runnable: tag.contains("rustdoc"),
                 };
             }
         }
@@ -267,8 +283,9 @@ struct Scanned<'a> {
     line: Line<'a>,
     /// Inside a fenced code block (fences included).
     inside: bool,
-    /// For a fence that opens a block: the block's first include argument.
-    first_include: Option<&'a str>,
+    /// For a fence that opens a block: the block's first include argument,
+    /// and whether it is a runnable example.
+    first_include: Option<(&'a str, bool)>,
 }
 
 fn scan(content: &str) -> Vec<Scanned<'_>> {
@@ -284,7 +301,7 @@ fn scan(content: &str) -> Vec<Scanned<'_>> {
                 .map(|l| classify(l))
                 .take_while(|l| !matches!(l, Line::Fence))
                 .find_map(|l| match l {
-                    Line::Include { arg } => Some(arg),
+                    Line::Include { arg, runnable } => Some((arg, runnable)),
                     _ => None,
                 })
         } else {
@@ -335,7 +352,7 @@ fn number_items(
             entry.push((i, format!("{} {}.{n}", kind.word(), ch.label)));
         };
         for s in scan(&ch.content) {
-            if let Some(arg) = s.first_include {
+            if let Some((arg, _)) = s.first_include {
                 let (path, anchor) = split_include(arg);
                 match anchor {
                     Some(anchor) => match check_anchor(src, &ch.path, path, anchor) {
@@ -488,6 +505,7 @@ fn lookup<'a>(
 
 #[allow(clippy::too_many_arguments)]
 fn expand(
+    mode: Mode,
     here: usize,
     ch: &Chapter,
     paths: &[String],
@@ -499,9 +517,16 @@ fn expand(
 ) -> String {
     let mut out = String::with_capacity(ch.content.len());
     for s in scan(&ch.content) {
-        if let Some(arg) = s.first_include {
+        if let Some((arg, runnable)) = s.first_include {
             if let (_, Some(anchor)) = split_include(arg) {
                 listing_caption(&mut out, here, ch, index, src, arg, anchor);
+            }
+            if mode == Mode::Test && !runnable {
+                // A listing is a fragment of the library, tested by
+                // `cargo test`; rustdoc cannot compile it on its own.
+                out.push_str(s.text.trim_end());
+                out.push_str(",ignore\n");
+                continue;
             }
         }
         match s.line {
@@ -708,7 +733,8 @@ mod tests {
         std::fs::write(
             root.join("code/lib.rs"),
             "// ANCHOR: add\npub fn add() {}\n// ANCHOR_END: add\n\
-             // ANCHOR: empty\n\n// ANCHOR_END: empty\n",
+             // ANCHOR: empty\n\n// ANCHOR_END: empty\n\
+             // ANCHOR: main\nfn main() {}\n// ANCHOR_END: main\n",
         )
         .unwrap();
         src
@@ -724,7 +750,7 @@ mod tests {
 
     fn run(src: &Path, items: Vec<Value>) -> Result<Vec<String>, Vec<String>> {
         let mut book = json!({ "items": items });
-        process(&mut book, src, &Fake)?;
+        process(&mut book, src, &Fake, Mode::Render)?;
         Ok(book["items"]
             .as_array()
             .unwrap()
@@ -770,6 +796,22 @@ mod tests {
         assert!(two.contains(">Output 2.1</a>"), "{two}");
         assert!(two.contains("```text\nQ: (12, 8)\n```"), "{two}");
         assert!(out[2].contains(">Listing A.1</a>"), "{}", out[2]);
+    }
+
+    #[test]
+    fn under_mdbook_test_listings_are_ignored_and_examples_run() {
+        let src = scratch("testmode");
+        let body = "```rust,noplayground\n{{#include ../code/lib.rs:add}}\n```\n\
+                    ```rust\n{{#rustdoc_include ../code/lib.rs:main}}\n```\n";
+        let mut book =
+            json!({ "items": [chapter("One", "one.md", json!([1]), body)] });
+        process(&mut book, &src, &Fake, Mode::Test).unwrap();
+        let out = book["items"][0]["Chapter"]["content"].as_str().unwrap();
+        assert!(
+            out.contains("```rust,noplayground,ignore\n{{#include"),
+            "{out}"
+        );
+        assert!(out.contains("```rust\n{{#rustdoc_include"), "{out}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! every renderer, so exit 0), then with `[context, book]` as JSON on
 //! standard input, expecting the edited book as JSON on standard output.
 
-use mdbook_listings::{BookRegistry, process};
+use mdbook_listings::{BookRegistry, Mode, process};
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
@@ -52,6 +52,10 @@ fn run() -> Result<Value, Vec<String>> {
     let root = PathBuf::from(context["root"].as_str().unwrap_or("."));
     let src =
         root.join(context["config"]["book"]["src"].as_str().unwrap_or("src"));
-    process(&mut book, &src, &BookRegistry)?;
+    let mode = match context["renderer"].as_str() {
+        Some("test") => Mode::Test,
+        _ => Mode::Render,
+    };
+    process(&mut book, &src, &BookRegistry, mode)?;
     Ok(book)
 }

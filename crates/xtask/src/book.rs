@@ -154,13 +154,14 @@ fn outside_code(html: &str) -> String {
     }
 }
 
-/// `mdbook test`: compile and run every Rust block in the book against the
-/// `listings` crate. rustdoc needs exactly one build of each crate on its
+/// `mdbook test` of the book at `root`: compile and run every Rust block in
+/// it against this workspace's `listings` crate. rustdoc needs exactly one build of each crate on its
 /// library path, so `listings` is built into a target folder of its own and
 /// older builds of the same crates are removed from it.
 pub fn mdbook_test(root: &Path) -> Result<(), Failure> {
     step("mdbook test (every Rust block in the book, against `listings`)");
-    let target = root.join("target/book-deps");
+    let workspace = crate::root();
+    let target = workspace.join("target/book-deps");
     let target_arg = target.to_string_lossy().into_owned();
     run(
         "cargo",
@@ -172,7 +173,7 @@ pub fn mdbook_test(root: &Path) -> Result<(), Failure> {
             "--target-dir",
             &target_arg,
         ],
-        root,
+        &workspace,
     )?;
     let deps = target.join("debug/deps");
     remove_stale_builds(&deps)?;

@@ -34,7 +34,9 @@ fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
         .unwrap();
     fs::write(
         dir.join("code.rs"),
-        "// ANCHOR: shown\npub fn shown() {}\n// ANCHOR_END: shown\n",
+        // A fragment of a library, as listings are: it names a type that
+        // only its crate defines, so rustdoc could not compile it alone.
+        "// ANCHOR: shown\npub fn shown(_: &Thing) {}\n// ANCHOR_END: shown\n",
     )
     .unwrap();
     fs::write(
@@ -122,10 +124,12 @@ fn a_summary_entry_without_a_file_fails_the_build() {
     assert!(!dir.join("src/missing.md").exists(), "no page was created");
 }
 
-/// A chapter with one tested block that calls `listings`.
+/// A chapter with a listing (library code, which `mdbook test` must skip)
+/// and one runnable block that calls `listings`.
 fn tested_block(assertion: &str) -> String {
     format!(
-        "# Chapter\n\n```rust\n# extern crate listings;\n\
+        "# Chapter\n\n```rust,noplayground\n{{{{#include ../code.rs:shown}}}}\n```\n\n\
+         ```rust\n# extern crate listings;\n\
          let (_, read) = listings::attention::walkthrough(0);\n\
          # {assertion}\nprintln!(\"{{:?}}\", read.weights.dim());\n```\n"
     )
