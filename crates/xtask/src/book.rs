@@ -1,8 +1,11 @@
 //! Building the book, and the checks that turn silent damage into a failed
 //! build: KaTeX errors, raw math left in a page, empty code blocks, figures
-//! without a drawing, links to a CDN.
+//! without a drawing, a caption or a text alternative, math without a
+//! text alternative, headings that skip a level, included code without a
+//! listing caption, dead links and anchors, links to a CDN.
 
-use crate::{Failure, run, run_echo, step};
+use crate::html::{self, Tag};
+use crate::{Failure, links, run, run_echo, step};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +27,16 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
             listings_errors(&log)
         )));
     }
+    if log.contains("error: could not compile") {
+        // mdBook asks a preprocessor whether it supports the renderer and
+        // silently skips it when the command fails, so a listings crate
+        // that does not compile would leave every directive unexpanded.
+        return Err(Failure(
+            "the listings preprocessor (or a crate it runs) did not compile, \
+             so mdBook skipped it; the compiler's messages are above"
+                .to_string(),
+        ));
+    }
     let katex: Vec<&str> = log
         .lines()
         .filter(|l| {
@@ -36,7 +49,15 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
             katex.join("\n")
         )));
     }
-    let pages = html_pages(&root.join("book"))?;
+    check_built(root)
+}
+
+/// Check the book already built in `root/book`: every page on its own,
+/// every link and anchor, and a caption on every code block that
+/// includes a listing. Returns the number of pages checked.
+pub fn check_built(root: &Path) -> Result<usize, Failure> {
+    let book = root.join("book");
+    let pages = html_pages(&book)?;
     let mut problems = Vec::new();
     for page in &pages {
         let html = fs::read_to_string(page)?;
@@ -47,7 +68,15 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
                 .map(|p| format!("{name}: {p}")),
         );
     }
+    let links = links::check(&book)?;
+    problems.extend(links.problems.iter().map(|p| format!("book/{p}")));
+    problems.extend(included_blocks_have_captions(root)?);
     if problems.is_empty() {
+        println!(
+            "checked {} pages and {} internal links and anchors",
+            pages.len(),
+            links.checked
+        );
         Ok(pages.len())
     } else {
         Err(Failure(format!(
@@ -98,6 +127,14 @@ pub fn check_page(html: &str) -> Vec<String> {
             problems.push(format!("raw math `{raw}` left unrendered"));
         }
     }
+    for directive in ["{{#figure", "{{#output", "{{#ref", "{{#include"] {
+        if prose.contains(directive) {
+            problems.push(format!(
+                "`{directive} ...}}}}` left unexpanded in the text (did the \
+                 listings preprocessor run?)"
+            ));
+        }
+    }
     for cdn in ["cdn.jsdelivr", "cdnjs.", "unpkg.com", "fonts.googleapis"] {
         if html.contains(cdn) {
             problems
@@ -119,25 +156,258 @@ pub fn check_page(html: &str) -> Vec<String> {
             ));
         }
     }
-    for (i, _) in html.match_indices("<figure") {
-        let figure = &html[i..];
-        let end = figure.find("</figure>").unwrap_or(figure.len());
-        let figure = &figure[..end];
-        if !figure.contains("<svg") || !figure.contains("<figcaption") {
-            problems
-                .push("a figure without a drawing or a caption".to_string());
+    let tags = html::tags(html);
+    problems.extend(figure_problems(html, &tags));
+    problems.extend(math_alternatives(&tags));
+    problems.extend(heading_order(html, &tags));
+    problems.extend(detached_captions(&tags));
+    problems
+}
+
+/// The text inside the element that `tags[at]` opens.
+fn element_text(html: &str, tags: &[&Tag], at: usize) -> Option<String> {
+    let name = &tags[at].name;
+    let end = tags[at..].iter().find(|t| t.closing && &t.name == name)?;
+    Some(html::text_between(html, tags[at].end, end.start))
+}
+
+/// Every `<figure>` needs a drawing (an inline `<svg>` with something in
+/// it), a caption, and a text alternative: `role="img"` on the SVG and a
+/// non-empty `aria-label`, or `aria-labelledby` naming a non-empty
+/// element (mdbook-listings points it at the SVG's `<title>`).
+fn figure_problems(html: &str, tags: &[Tag]) -> Vec<String> {
+    const DRAWN: [&str; 9] = [
+        "rect", "path", "line", "polyline", "polygon", "circle", "ellipse",
+        "text", "image",
+    ];
+    let mut problems = Vec::new();
+    for (i, open) in tags.iter().enumerate() {
+        if open.name != "figure" || open.closing {
+            continue;
+        }
+        let inside: Vec<&Tag> = tags[i + 1..]
+            .iter()
+            .take_while(|t| !(t.name == "figure" && t.closing))
+            .collect();
+        let id = open.attr("id").unwrap_or("(no id)");
+        let svg = inside.iter().find(|t| t.name == "svg" && !t.closing);
+        let drawn = inside
+            .iter()
+            .any(|t| !t.closing && DRAWN.contains(&t.name.as_str()));
+        let caption = inside
+            .iter()
+            .position(|t| t.name == "figcaption" && !t.closing)
+            .and_then(|at| element_text(html, &inside, at))
+            .unwrap_or_default();
+        if svg.is_none() || !drawn || caption.is_empty() {
+            problems.push(format!(
+                "figure {id}: a figure without a drawing or a caption"
+            ));
+        }
+        let Some(svg) = svg else { continue };
+        let label = svg.attr("aria-label").unwrap_or_default().trim();
+        let labelled_by = svg.attr("aria-labelledby").and_then(|target| {
+            let at = inside
+                .iter()
+                .position(|t| !t.closing && t.attr("id") == Some(target))?;
+            element_text(html, &inside, at)
+        });
+        let has_alt =
+            !label.is_empty() || labelled_by.is_some_and(|t| !t.is_empty());
+        if svg.attr("role") != Some("img") || !has_alt {
+            problems.push(format!(
+                "figure {id}: the SVG has no text alternative (needs \
+                 role=\"img\" and a non-empty aria-label, or aria-labelledby \
+                 naming its <title>)"
+            ));
         }
     }
     problems
 }
 
-/// The page with every `<pre>` and `<code>` element removed, so that a `$$`
-/// inside a code listing is not taken for unrendered math.
+/// KaTeX's visible HTML is `aria-hidden`; the MathML beside it is what a
+/// screen reader reads. Every formula must have it.
+fn math_alternatives(tags: &[Tag]) -> Vec<String> {
+    let formulas = tags
+        .iter()
+        .filter(|t| !t.closing && t.has_class("katex"))
+        .count();
+    let mathml = tags
+        .iter()
+        .filter(|t| !t.closing && t.has_class("katex-mathml"))
+        .count();
+    if mathml < formulas {
+        vec![format!(
+            "{} of {formulas} formulas have no MathML, so screen readers \
+             skip them (book.toml: [preprocessor.katex] output = \
+             \"htmlAndMathml\")",
+            formulas - mathml
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The headings inside `<main>` start at h1 and never skip a level on the
+/// way down (h2 → h4).
+fn heading_order(html: &str, tags: &[Tag]) -> Vec<String> {
+    let Some(main) = tags.iter().position(|t| t.name == "main" && !t.closing)
+    else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let mut previous = 0u8;
+    for (i, tag) in tags.iter().enumerate().skip(main) {
+        if tag.name == "main" && tag.closing {
+            break;
+        }
+        let level = match tag.name.as_bytes() {
+            [b'h', d @ b'1'..=b'6'] if !tag.closing => d - b'0',
+            _ => continue,
+        };
+        if level > previous + 1 {
+            let end = tags[i..]
+                .iter()
+                .find(|t| t.closing && t.name == tag.name)
+                .map_or(tag.end, |t| t.start);
+            let text = html::text_between(html, tag.end, end);
+            problems.push(if previous == 0 {
+                format!("the page starts at h{level} (\"{text}\"), not h1")
+            } else {
+                format!(
+                    "heading levels skip from h{previous} to h{level} at \
+                     \"{text}\""
+                )
+            });
+        }
+        previous = level;
+    }
+    problems
+}
+
+/// A listing or output caption must sit right above its code block.
+fn detached_captions(tags: &[Tag]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let is_caption = tag.name == "p"
+            && !tag.closing
+            && (tag.has_class("listing-caption")
+                || tag.has_class("output-caption"));
+        if !is_caption {
+            continue;
+        }
+        let next = tags[i..]
+            .iter()
+            .position(|t| t.name == "p" && t.closing)
+            .and_then(|j| tags.get(i + j + 1));
+        if next.is_none_or(|t| t.name != "pre" || t.closing) {
+            problems.push(format!(
+                "caption {} is not followed by its code block",
+                tag.attr("id").unwrap_or("(no id)")
+            ));
+        }
+    }
+    problems
+}
+
+/// Every fenced code block in a chapter that includes a listing
+/// (`{{#include path:anchor}}`) must have come out with its numbered
+/// caption, `<p class="listing-caption" id="listing-ANCHOR">`. mdbook-listings
+/// adds it; this checks that it did, from the Markdown's side, so that no
+/// included code reaches a reader unlabelled.
+pub fn included_blocks_have_captions(
+    root: &Path,
+) -> Result<Vec<String>, Failure> {
+    let src = root.join("src");
+    let mut chapters = Vec::new();
+    let mut todo = vec![src.clone()];
+    while let Some(dir) = todo.pop() {
+        for entry in fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                chapters.push(path);
+            }
+        }
+    }
+    chapters.sort();
+    let mut problems = Vec::new();
+    for chapter in chapters {
+        let rel = chapter.strip_prefix(&src).unwrap_or(&chapter);
+        let page = if rel.file_name().is_some_and(|n| n == "README.md") {
+            rel.with_file_name("index.html")
+        } else {
+            rel.with_extension("html")
+        };
+        let Ok(html) = fs::read_to_string(root.join("book").join(&page)) else {
+            continue; // not in SUMMARY.md, so not part of the book
+        };
+        let tags = html::tags(&html);
+        for anchor in included_anchors(&fs::read_to_string(&chapter)?) {
+            let id = format!("listing-{anchor}");
+            let captioned = tags.iter().any(|t| {
+                !t.closing
+                    && t.attr("id") == Some(id.as_str())
+                    && t.has_class("listing-caption")
+            });
+            if !captioned {
+                problems.push(format!(
+                    "src/{}: the code block that includes `{anchor}` has no \
+                     listing caption (no <p class=\"listing-caption\" \
+                     id=\"{id}\"> in book/{})",
+                    rel.display(),
+                    page.display()
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// The anchor of the first include in each fenced code block of a chapter
+/// (the one mdbook-listings captions), skipping escaped `\{{#include`.
+fn included_anchors(markdown: &str) -> Vec<String> {
+    let mut anchors = Vec::new();
+    let mut in_block = false;
+    let mut found = false;
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_block = !in_block;
+            found = false;
+            continue;
+        }
+        if !in_block || found {
+            continue;
+        }
+        for tag in ["{{#include ", "{{#rustdoc_include "] {
+            let Some(i) = line
+                .match_indices(tag)
+                .map(|(i, _)| i)
+                .find(|&i| !line[..i].ends_with('\\'))
+            else {
+                continue;
+            };
+            let arg = line[i + tag.len()..].split("}}").next();
+            if let Some((_, anchor)) = arg.and_then(|a| a.split_once(':')) {
+                anchors.push(anchor.trim().to_string());
+            }
+            found = true;
+        }
+    }
+    anchors
+}
+
+/// The page with every `<pre>`, `<code>`, `<script>`, `<style>` and MathML
+/// `<annotation>` element removed, so that a `$$` inside a code listing
+/// (or the TeX source KaTeX keeps for screen readers) is not taken for
+/// unrendered math.
 fn outside_code(html: &str) -> String {
     let mut out = String::with_capacity(html.len());
     let mut rest = html;
     loop {
-        let next = ["<pre", "<code", "<script", "<style"]
+        let next = ["<pre", "<code", "<script", "<style", "<annotation"]
             .iter()
             .filter_map(|tag| rest.find(tag).map(|i| (i, *tag)))
             .min();
@@ -227,17 +497,29 @@ fn remove_stale_builds(deps: &Path) -> Result<(), Failure> {
 mod tests {
     use super::*;
 
+    const FIGURE: &str = "<figure id=\"figure-f\"><svg role=\"img\" \
+        aria-labelledby=\"figure-f-title\"><title id=\"figure-f-title\">A \
+        grid</title><rect/></svg><figcaption>Figure 1.1: F</figcaption>\
+        </figure>";
+
     #[test]
     fn a_clean_page_has_no_problems() {
-        let html = "<p><span class=\"katex\">x</span></p>\
-                    <p>the class <code>katex-error</code> marks errors</p>\
-                    <pre><code class=\"language-rust\">let a = \"$$\";</code></pre>\
-                    <figure><svg></svg><figcaption>Figure 1.1</figcaption></figure>";
-        assert_eq!(check_page(html), Vec::<String>::new());
+        let html = format!(
+            "<main><h1>T</h1><p><span class=\"katex\"><span \
+             class=\"katex-mathml\"><annotation>\\(x\\)</annotation></span>\
+             x</span></p><h2>S</h2><h3>s</h3><h2>S2</h2>\
+             <p>the class <code>katex-error</code> marks errors</p>\
+             <p class=\"listing-caption\" id=\"listing-a\">Listing 1.1</p>\n\
+             <pre><code class=\"language-rust\">let a = \"$$\";</code></pre>\
+             {FIGURE}</main>"
+        );
+        assert_eq!(check_page(&html), Vec::<String>::new());
     }
 
     #[test]
     fn each_kind_of_damage_is_reported() {
+        let no_alt = FIGURE.replace(" role=\"img\"", "");
+        let empty_title = FIGURE.replace("A grid", " ");
         let cases = [
             ("<span class=\"katex-error\">\\frac</span>", "katex-error"),
             ("<p>$$x^2$$</p>", "raw math `$$`"),
@@ -251,7 +533,30 @@ mod tests {
                 "<figure><figcaption>F</figcaption></figure>",
                 "without a drawing",
             ),
-            ("<figure><svg></svg></figure>", "or a caption"),
+            (
+                "<figure><svg></svg><figcaption>F</figcaption></figure>",
+                "without a drawing",
+            ),
+            ("<figure><svg><rect/></svg></figure>", "or a caption"),
+            (&no_alt, "no text alternative"),
+            (&empty_title, "no text alternative"),
+            (
+                "<span class=\"katex\"><span class=\"katex-html\">x</span></span>",
+                "1 of 1 formulas have no MathML",
+            ),
+            (
+                "<p>{{#figure heat}}</p>",
+                "`{{#figure ...}}` left unexpanded",
+            ),
+            ("<main><h2>Late</h2></main>", "starts at h2 (\"Late\")"),
+            (
+                "<main><h1>A</h1><h2>B</h2><h4>Deep <em>one</em></h4></main>",
+                "skip from h2 to h4 at \"Deep one\"",
+            ),
+            (
+                "<p class=\"listing-caption\" id=\"listing-x\">L</p><p>text</p>",
+                "caption listing-x is not followed by its code block",
+            ),
         ];
         for (html, expected) in cases {
             let problems = check_page(html);
@@ -260,5 +565,14 @@ mod tests {
                 "{html}: {problems:?}"
             );
         }
+    }
+
+    #[test]
+    fn included_anchors_are_the_first_include_of_each_block() {
+        let md = "```rust\n{{#include ../a.rs:one}}\n{{#include ../a.rs:two}}\n```\n\
+                  {{#include ../a.rs:prose}}\n\
+                  ```text\n\\{{#include ../a.rs:escaped}}\n```\n\
+                  ~~~rust\n{{#rustdoc_include ../b.rs:three}}\n~~~\n";
+        assert_eq!(included_anchors(md), ["one", "three"]);
     }
 }

@@ -2,6 +2,8 @@
 //! checks. A library so that the checks' own tests can call it.
 
 pub mod book;
+pub mod html;
+pub mod links;
 pub mod setup;
 
 use std::path::{Path, PathBuf};

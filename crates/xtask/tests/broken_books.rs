@@ -4,65 +4,11 @@
 //! test` runs them after installing the tools (`cargo test -p xtask --
 //! --ignored`).
 
+mod common;
+
+use common::{GOOD, fails_with, fixture};
 use std::fs;
-use std::path::{Path, PathBuf};
-use xtask::{Failure, book, root};
-
-/// A tiny book in target/broken-books/NAME using the real preprocessors,
-/// with one chapter whose text is `chapter` and a listings file `code.rs`.
-fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
-    let workspace = root();
-    let dir = workspace.join("target/broken-books").join(name);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(dir.join("src")).unwrap();
-    fs::create_dir_all(dir.join("theme")).unwrap();
-    let manifest = workspace.join("Cargo.toml");
-    fs::write(
-        dir.join("book.toml"),
-        format!(
-            "[book]\ntitle = \"{name}\"\n\n[build]\ncreate-missing = false\n\n\
-             [rust]\nedition = \"2024\"\n\n\
-             [preprocessor.listings]\n\
-             command = \"cargo run --quiet --manifest-path {} --package mdbook-listings --\"\n\
-             before = [\"links\"]\n\n\
-             [preprocessor.katex]\nafter = [\"links\"]\nno-css = true\n",
-            manifest.display()
-        ),
-    )
-    .unwrap();
-    fs::copy(workspace.join("theme/head.hbs"), dir.join("theme/head.hbs"))
-        .unwrap();
-    fs::write(
-        dir.join("code.rs"),
-        // A fragment of a library, as listings are: it names a type that
-        // only its crate defines, so rustdoc could not compile it alone.
-        "// ANCHOR: shown\npub fn shown(_: &Thing) {}\n// ANCHOR_END: shown\n",
-    )
-    .unwrap();
-    fs::write(
-        dir.join("src/SUMMARY.md"),
-        format!("# Summary\n\n- [Chapter](chapter.md)\n{summary_extra}"),
-    )
-    .unwrap();
-    fs::write(dir.join("src/chapter.md"), chapter).unwrap();
-    dir
-}
-
-const GOOD: &str = "# Chapter\n\nInline $x^2$ and display:\n\n$$\n\\frac{1}{2}\n$$\n\n\
-                    ```rust,noplayground\n{{#include ../code.rs:shown}}\n```\n\n\
-                    {{#figure causal-attention-heatmap}}\n\n\
-                    {{#output attention-walkthrough}}\n";
-
-fn fails_with(dir: &Path, expected: &str) {
-    match book::build(dir) {
-        Ok(_) => panic!("{} built, but should have failed", dir.display()),
-        Err(Failure(why)) => assert!(
-            why.contains(expected),
-            "{} failed, but not with `{expected}`:\n{why}",
-            dir.display()
-        ),
-    }
-}
+use xtask::book;
 
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
