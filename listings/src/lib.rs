@@ -13,7 +13,11 @@ pub use rand;
 pub use rand_chacha;
 
 pub mod attention;
+pub mod cost;
+pub mod fast_weights;
+pub mod feature_maps;
 pub mod input;
+pub mod kernel;
 pub mod outputs;
 pub mod random;
 pub mod summary;

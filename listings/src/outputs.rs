@@ -3,6 +3,7 @@
 //! number in the book is typed by hand.
 
 use crate::attention;
+use crate::{cost, fast_weights, kernel};
 
 /// A named experiment whose printout the book shows.
 pub struct Output {
@@ -27,7 +28,64 @@ pub const ALL: &[Output] = &[
             attention::ScaleTable(rows).to_string()
         },
     },
+    Output {
+        name: "cost-memory",
+        run: || {
+            let table = cost::cost_table(&COST_LENGTHS, 64, 2);
+            cost::MemoryTable(&table).to_string()
+        },
+    },
+    Output {
+        name: "cost-decoding",
+        run: || {
+            let table = cost::cost_table(&COST_LENGTHS, 64, 2);
+            cost::DecodingTable(&table).to_string()
+        },
+    },
+    Output {
+        name: "kernel-groupings",
+        run: || {
+            let rows = kernel::grouping_study(&[12, 100, 1000, 2000], 5);
+            kernel::GroupingTable { seeds: 5, rows }.to_string()
+        },
+    },
+    Output {
+        name: "kernel-temperature",
+        run: || {
+            let taus = [0.25, 1.0, 4.0, 16.0, 64.0];
+            let rows = kernel::temperature_study(&taus, 64, 8, 5);
+            let (n, d, seeds) = (64, 8, 5);
+            kernel::TemperatureTable { n, d, seeds, rows }.to_string()
+        },
+    },
+    Output {
+        name: "kernel-rank",
+        run: || kernel::rank_study(&RANK_LENGTHS, 4, 16.0, 0).to_string(),
+    },
+    Output {
+        name: "kernel-taylor",
+        run: || kernel::taylor_study(0..=12, 4, 64, 24, 0).to_string(),
+    },
+    Output {
+        name: "fast-weights-walkthrough",
+        run: || fast_weights::walkthrough_report(0).to_string(),
+    },
+    Output {
+        name: "fast-weights-agreement",
+        run: || {
+            let lengths = [1, 2, 3, 12, 100, 1000, 2000];
+            let rows = fast_weights::agreement_study(&lengths, 5);
+            fast_weights::AgreementTable { seeds: 5, rows }.to_string()
+        },
+    },
 ];
+
+/// Sequence lengths of the cost tables of "Why attention is expensive".
+pub const COST_LENGTHS: [u64; 5] =
+    [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18];
+
+/// Sequence lengths of the rank study of "Delete the softmax".
+pub const RANK_LENGTHS: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
 
 /// The output named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Output> {
