@@ -20,4 +20,5 @@ pub mod input;
 pub mod kernel;
 pub mod outputs;
 pub mod random;
+pub mod retrieval;
 pub mod summary;

@@ -1,0 +1,88 @@
+//! Train every model of the retrieval chapter and write the results to
+//! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
+//! builds it in release mode; it uses every core and shows its progress.
+
+use listings::retrieval::sweep::{Record, plan, run_all, to_tsv};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+fn main() {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/retrieval.tsv");
+    let runs = plan();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    eprintln!("training {} models on {threads} threads", runs.len());
+    let start = Instant::now();
+    let outcomes = run_all(&runs, threads, |done, total, run, outcome| {
+        let width = 30;
+        let filled = done * width / total;
+        let elapsed = start.elapsed().as_secs();
+        let eta = elapsed * (total - done) as u64 / done as u64;
+        eprint!(
+            "\r[{}{}] {done:>3}/{total} runs  {}m{:02}s elapsed, ~{}m{:02}s left  \
+             last: {} n={} {} {:.4}    ",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            elapsed / 60,
+            elapsed % 60,
+            eta / 60,
+            eta % 60,
+            run.layer.name(),
+            run.shape.n,
+            outcome.stop,
+            outcome.best_loss,
+        );
+        let _ = std::io::stderr().flush();
+    });
+    eprintln!();
+    let minutes = start.elapsed().as_secs_f64() / 60.0;
+    let records: Vec<Record> = runs
+        .iter()
+        .zip(&outcomes)
+        .map(|(r, o)| Record::new(r, o))
+        .collect();
+    let comments = vec![
+        "Results of the synthetic retrieval sweep (Schlag et al. 2021, §6.1), scaled down.".to_string(),
+        "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
+        format!("Machine: {} ({threads} threads); {:.1} minutes.", cpu_name(), minutes),
+        format!("Date: {}", today()),
+    ];
+    std::fs::write(&out, to_tsv(&comments, &records))
+        .expect("write the data file");
+    eprintln!(
+        "wrote {} ({} runs, {minutes:.1} min)",
+        out.display(),
+        records.len()
+    );
+}
+
+/// The processor's model name, from /proc/cpuinfo where there is one.
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}

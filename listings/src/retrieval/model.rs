@@ -1,0 +1,604 @@
+//! The one-layer model of the retrieval task and its gradient, by hand.
+//!
+//! Each pair (k_t, v_t) of an episode becomes the input
+//! x_t = [one_hot(v_t); emb(k_t)] ∈ ℝ^{n+e}; the layer's key is
+//! k_t = W_k x_t ∈ ℝ^d, its value the fixed one-hot vector one_hot(v_t) ∈ ℝ^n,
+//! and the query is q = W_q emb(query). The layer reads out ŷ ∈ ℝ^n, compared
+//! with one_hot(target) by the loss ½‖ŷ − y‖².
+//!
+//! The backward pass is written out for every feature map and both update
+//! rules; the tests check each against central finite differences.
+
+use crate::feature_maps::{dpfp, elu_plus_one, favor_plus};
+use crate::random::{randn, standard_normal};
+use crate::retrieval::task::Episode;
+use ndarray::{Array1, Array2, Axis, s};
+use rand::Rng;
+
+/// The feature map φ of a linear layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phi {
+    /// elu(x) + 1, p = d.
+    EluPlusOne,
+    /// DPFP-ν, p = 2νd.
+    Dpfp(usize),
+    /// FAVOR+ with r random features, p = 2r; Ω is redrawn at every step.
+    Favor(usize),
+}
+
+/// How a linear layer writes its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// W_t = W_{t−1} + v_t φ(k_t)ᵀ, read W φ(q) / (zᵀφ(q) + ε).
+    Sum,
+    /// W_t = W_{t−1} + β_t (v_t − W_{t−1} k̄_t) k̄_tᵀ, read W q̄.
+    Delta,
+}
+
+/// The attention layer of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// softmax(q·k_t/√d) over the pairs.
+    Softmax,
+    /// A fast-weight memory with feature map φ and an update rule.
+    Linear(Phi, Rule),
+}
+
+impl Layer {
+    /// The name used in data files, outputs and figures.
+    pub fn name(self) -> String {
+        let phi = |phi: Phi| match phi {
+            Phi::EluPlusOne => "elu+1".to_string(),
+            Phi::Dpfp(nu) => format!("dpfp-{nu}"),
+            Phi::Favor(r) => format!("favor-{r}"),
+        };
+        match self {
+            Layer::Softmax => "softmax".to_string(),
+            Layer::Linear(p, Rule::Sum) => phi(p),
+            Layer::Linear(p, Rule::Delta) => format!("{}/delta", phi(p)),
+        }
+    }
+
+    /// The memory's key width p for keys of width d (d for softmax).
+    pub fn width(self, d: usize) -> usize {
+        match self {
+            Layer::Softmax | Layer::Linear(Phi::EluPlusOne, _) => d,
+            Layer::Linear(Phi::Dpfp(nu), _) => 2 * nu * d,
+            Layer::Linear(Phi::Favor(r), _) => 2 * r,
+        }
+    }
+}
+
+/// Sizes: n keys and n values, keys of width d, embeddings of width e.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub n: usize,
+    pub d: usize,
+    pub e: usize,
+}
+
+impl Shape {
+    /// The paper's embedding width int(2.2 n) for n keys, keys of width d.
+    pub fn paper(n: usize, d: usize) -> Shape {
+        Shape {
+            n,
+            d,
+            e: (2.2 * n as f64) as usize,
+        }
+    }
+}
+
+/// The trainable (slow) weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Key embeddings, one row per key symbol: (n, e).
+    pub emb: Array2<f64>,
+    /// Key projection: (d, n + e).
+    pub w_k: Array2<f64>,
+    /// Query projection: (d, e).
+    pub w_q: Array2<f64>,
+    /// Write-strength projection of the delta rule: (n + e).
+    pub w_beta: Array1<f64>,
+}
+
+impl Params {
+    /// Embeddings N(0, 1) as in the paper; projections N(0, 1/fan-in);
+    /// w_β = 0, so every write starts at strength σ(0) = ½.
+    pub fn init(rng: &mut impl Rng, shape: Shape) -> Params {
+        let Shape { n, d, e } = shape;
+        Params {
+            emb: randn(rng, n, e),
+            w_k: randn(rng, d, n + e) / ((n + e) as f64).sqrt(),
+            w_q: randn(rng, d, e) / (e as f64).sqrt(),
+            w_beta: Array1::zeros(n + e),
+        }
+    }
+
+    /// Zeros of the same shapes, to accumulate a gradient in.
+    pub fn zeros_like(&self) -> Params {
+        Params {
+            emb: Array2::zeros(self.emb.dim()),
+            w_k: Array2::zeros(self.w_k.dim()),
+            w_q: Array2::zeros(self.w_q.dim()),
+            w_beta: Array1::zeros(self.w_beta.dim()),
+        }
+    }
+
+    /// Every weight as one mutable slice per tensor.
+    pub fn slices_mut(&mut self) -> [&mut [f64]; 4] {
+        let msg = "parameters are contiguous";
+        [
+            self.emb.as_slice_mut().expect(msg),
+            self.w_k.as_slice_mut().expect(msg),
+            self.w_q.as_slice_mut().expect(msg),
+            self.w_beta.as_slice_mut().expect(msg),
+        ]
+    }
+
+    /// Every weight as one slice per tensor.
+    pub fn slices(&self) -> [&[f64]; 4] {
+        let msg = "parameters are contiguous";
+        [
+            self.emb.as_slice().expect(msg),
+            self.w_k.as_slice().expect(msg),
+            self.w_q.as_slice().expect(msg),
+            self.w_beta.as_slice().expect(msg),
+        ]
+    }
+}
+
+/// Draw FAVOR+'s random projection Ω: (d, r) with orthogonal columns
+/// (blocks of d, Gram–Schmidt), each rescaled to the length of a Gaussian
+/// vector, as Choromanski et al. do. Other layers need no Ω.
+pub fn draw_omega(rng: &mut impl Rng, layer: Layer, d: usize) -> Array2<f64> {
+    let Layer::Linear(Phi::Favor(r), _) = layer else {
+        return Array2::zeros((d, 0));
+    };
+    let mut omega = Array2::zeros((d, r));
+    for block in (0..r).step_by(d) {
+        let cols = (r - block).min(d);
+        let mut basis: Vec<Array1<f64>> = Vec::new();
+        while basis.len() < cols {
+            let mut w =
+                Array1::from_shape_simple_fn(d, || standard_normal(rng));
+            for b in &basis {
+                let dot = w.dot(b);
+                w.scaled_add(-dot, b);
+            }
+            let len = w.dot(&w).sqrt();
+            if len > 1e-8 {
+                basis.push(w / len);
+            }
+        }
+        for (c, b) in basis.iter().enumerate() {
+            let g = Array1::from_shape_simple_fn(d, || standard_normal(rng));
+            let scale = g.dot(&g).sqrt();
+            omega.column_mut(block + c).assign(&(b * scale));
+        }
+    }
+    omega
+}
+
+fn one_hot(n: usize, i: usize) -> Array1<f64> {
+    let mut v = Array1::zeros(n);
+    v[i] = 1.0;
+    v
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// φ(x) for one key or query.
+fn phi_forward(phi: Phi, x: &Array1<f64>, omega: &Array2<f64>) -> Array1<f64> {
+    match phi {
+        Phi::EluPlusOne => elu_plus_one(x),
+        Phi::Dpfp(nu) => dpfp(x, nu),
+        Phi::Favor(_) => favor_plus(x, omega),
+    }
+}
+
+/// dL/dx from dL/dφ(x) = g, where f = φ(x).
+fn phi_backward(
+    phi: Phi,
+    x: &Array1<f64>,
+    f: &Array1<f64>,
+    g: &Array1<f64>,
+    omega: &Array2<f64>,
+) -> Array1<f64> {
+    match phi {
+        // φ' = 1 above zero, eˣ = φ below.
+        Phi::EluPlusOne => Array1::from_shape_fn(x.len(), |i| {
+            if x[i] > 0.0 { g[i] } else { g[i] * f[i] }
+        }),
+        Phi::Dpfp(nu) => {
+            let d = x.len();
+            let m = 2 * d;
+            let xt = Array1::from_shape_fn(m, |i| {
+                if i < d {
+                    x[i].max(0.0)
+                } else {
+                    (-x[i - d]).max(0.0)
+                }
+            });
+            // φ_j[i] = x̃[i] · x̃[(i − j) mod 2d], j = 1..=ν
+            let mut dxt = Array1::<f64>::zeros(m);
+            for j in 1..=nu {
+                for i in 0..m {
+                    let gi = g[(j - 1) * m + i];
+                    let back = (i + m - j % m) % m;
+                    dxt[i] += gi * xt[back];
+                    dxt[back] += gi * xt[i];
+                }
+            }
+            Array1::from_shape_fn(d, |i| {
+                let up = if x[i] > 0.0 { dxt[i] } else { 0.0 };
+                let down = if x[i] < 0.0 { dxt[d + i] } else { 0.0 };
+                up - down
+            })
+        }
+        Phi::Favor(r) => {
+            // f = exp([Ωᵀx, −Ωᵀx] − ‖x‖²/2) / √(2r)
+            let gf = g * f;
+            let diff = &gf.slice(s![..r]) - &gf.slice(s![r..]);
+            omega.dot(&diff) - x * gf.sum()
+        }
+    }
+}
+
+/// The loss ½‖ŷ − y‖² of one episode, with its gradient added into
+/// `grad` when given. `omega` is FAVOR+'s projection (ignored otherwise).
+pub fn episode_loss(
+    params: &Params,
+    layer: Layer,
+    episode: &Episode,
+    omega: &Array2<f64>,
+    grad: Option<&mut Params>,
+) -> f64 {
+    let n = params.emb.nrows();
+    let w_k_v = params.w_k.slice(s![.., ..n]); // the one-hot part
+    let w_k_e = params.w_k.slice(s![.., n..]); // the embedding part
+    let keys: Vec<Array1<f64>> = episode
+        .keys
+        .iter()
+        .zip(&episode.values)
+        .map(|(&k, &v)| &w_k_v.column(v) + &w_k_e.dot(&params.emb.row(k)))
+        .collect();
+    let q = params.w_q.dot(&params.emb.row(episode.query));
+    // β_t = σ(w_β · x_t), the delta rule's write strengths.
+    let betas: Vec<f64> = episode
+        .keys
+        .iter()
+        .zip(&episode.values)
+        .map(|(&k, &v)| {
+            let w = &params.w_beta;
+            sigmoid(w[v] + w.slice(s![n..]).dot(&params.emb.row(k)))
+        })
+        .collect();
+    let (y_hat, back) = match layer {
+        Layer::Softmax => softmax_read(&keys, &episode.values, &q, n),
+        Layer::Linear(phi, Rule::Sum) => {
+            sum_read(phi, &keys, &episode.values, &q, n, omega)
+        }
+        Layer::Linear(phi, Rule::Delta) => {
+            delta_read(phi, &keys, &episode.values, &betas, &q, n, omega)
+        }
+    };
+    let error = &y_hat - &one_hot(n, episode.target);
+    let loss = 0.5 * error.dot(&error);
+    if let Some(grad) = grad {
+        let (d_keys, d_q, d_beta) = back(&error);
+        for (t, (&k, &v)) in
+            episode.keys.iter().zip(&episode.values).enumerate()
+        {
+            let dk = &d_keys[t];
+            // k_t = W_k[:, v] + W_k[:, n..] emb[k]
+            grad.w_k.column_mut(v).scaled_add(1.0, dk);
+            let mut g_w_e = grad.w_k.slice_mut(s![.., n..]);
+            let outer = dk
+                .view()
+                .insert_axis(Axis(1))
+                .dot(&params.emb.row(k).insert_axis(Axis(0)));
+            g_w_e += &outer;
+            let mut d_emb = w_k_e.t().dot(dk);
+            if let Some(db) = d_beta.as_ref().map(|d| d[t]) {
+                // β_t = σ(w_β · x_t): dσ = β(1 − β)
+                let w = &params.w_beta;
+                let dpre = db * betas[t] * (1.0 - betas[t]);
+                grad.w_beta[v] += dpre;
+                grad.w_beta
+                    .slice_mut(s![n..])
+                    .scaled_add(dpre, &params.emb.row(k));
+                d_emb.scaled_add(dpre, &w.slice(s![n..]));
+            }
+            grad.emb.row_mut(k).scaled_add(1.0, &d_emb);
+        }
+        // q = W_q emb[query]
+        let e_q = params.emb.row(episode.query);
+        grad.w_q += &d_q
+            .view()
+            .insert_axis(Axis(1))
+            .dot(&e_q.insert_axis(Axis(0)));
+        let d_emb_q = params.w_q.t().dot(&d_q);
+        grad.emb.row_mut(episode.query).scaled_add(1.0, &d_emb_q);
+    }
+    loss
+}
+
+/// What a read returns: ŷ, and a function from dL/dŷ to the gradients
+/// with respect to the keys, the query and (delta rule) the write strengths.
+type Read<'a> = (
+    Array1<f64>,
+    Box<
+        dyn Fn(
+                &Array1<f64>,
+            ) -> (Vec<Array1<f64>>, Array1<f64>, Option<Vec<f64>>)
+            + 'a,
+    >,
+);
+
+fn softmax_read<'a>(
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    q: &'a Array1<f64>,
+    n: usize,
+) -> Read<'a> {
+    let scale = 1.0 / (q.len() as f64).sqrt();
+    let scores: Vec<f64> = keys.iter().map(|k| k.dot(q) * scale).collect();
+    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let total: f64 = exps.iter().sum();
+    let a: Vec<f64> = exps.iter().map(|e| e / total).collect();
+    let mut y_hat = Array1::zeros(n);
+    for (t, &v) in values.iter().enumerate() {
+        y_hat[v] += a[t];
+    }
+    let back = move |g: &Array1<f64>| {
+        let da: Vec<f64> = values.iter().map(|&v| g[v]).collect();
+        let mean: f64 = a.iter().zip(&da).map(|(a, d)| a * d).sum();
+        let ds: Vec<f64> =
+            a.iter().zip(&da).map(|(a, d)| a * (d - mean)).collect();
+        let mut dq = Array1::zeros(q.len());
+        let d_keys = keys
+            .iter()
+            .zip(&ds)
+            .map(|(k, &s)| {
+                dq.scaled_add(s * scale, k);
+                q * (s * scale)
+            })
+            .collect();
+        (d_keys, dq, None)
+    };
+    (y_hat, Box::new(back))
+}
+
+/// ε in the sum rule's denominator, as in the paper's reference code.
+pub const EPS: f64 = 1e-6;
+
+fn sum_read<'a>(
+    phi: Phi,
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    q: &'a Array1<f64>,
+    n: usize,
+    omega: &'a Array2<f64>,
+) -> Read<'a> {
+    let fk: Vec<Array1<f64>> =
+        keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
+    let fq = phi_forward(phi, q, omega);
+    let p = fq.len();
+    let mut w = Array2::<f64>::zeros((n, p));
+    let mut z = Array1::<f64>::zeros(p);
+    for (f, &v) in fk.iter().zip(values) {
+        w.row_mut(v).scaled_add(1.0, f); // v_t φ(k_t)ᵀ with one-hot v_t
+        z += f;
+    }
+    let s = z.dot(&fq) + EPS;
+    let y_hat = w.dot(&fq) / s;
+    let back = move |g: &Array1<f64>| {
+        let y_hat = w.dot(&fq) / s;
+        let da = g / s;
+        let ds = -g.dot(&y_hat) / s;
+        let dfq = w.t().dot(&da) + &z * ds;
+        let d_keys = keys
+            .iter()
+            .zip(&fk)
+            .zip(values)
+            .map(|((k, f), &v)| {
+                let df = &fq * (da[v] + ds);
+                phi_backward(phi, k, f, &df, omega)
+            })
+            .collect();
+        (d_keys, phi_backward(phi, q, &fq, &dfq, omega), None)
+    };
+    (y_hat, Box::new(back))
+}
+
+/// x / Σ x, and its backward: d(x/Σx) = (dk̄ − (dk̄·k̄)) / Σx.
+fn sum_normalise(x: &Array1<f64>) -> Array1<f64> {
+    x / x.sum()
+}
+
+fn sum_normalise_back(
+    x: &Array1<f64>,
+    x_bar: &Array1<f64>,
+    g: &Array1<f64>,
+) -> Array1<f64> {
+    (g - g.dot(x_bar)) / x.sum()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn delta_read<'a>(
+    phi: Phi,
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    betas: &'a [f64],
+    q: &'a Array1<f64>,
+    n: usize,
+    omega: &'a Array2<f64>,
+) -> Read<'a> {
+    let fk: Vec<Array1<f64>> =
+        keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
+    let kb: Vec<Array1<f64>> = fk.iter().map(sum_normalise).collect();
+    let fq = phi_forward(phi, q, omega);
+    let qb = sum_normalise(&fq);
+    let p = fq.len();
+    // W_0 = 0; keep every W_t for the backward pass.
+    let mut history = vec![Array2::<f64>::zeros((n, p))];
+    for t in 0..keys.len() {
+        let w = history[t].clone();
+        let mut r = one_hot(n, values[t]) - w.dot(&kb[t]); // v_t − v̄_t
+        r *= betas[t];
+        let write = r
+            .insert_axis(Axis(1))
+            .dot(&kb[t].view().insert_axis(Axis(0)));
+        history.push(w + write);
+    }
+    let y_hat = history[keys.len()].dot(&qb);
+    let back = move |g: &Array1<f64>| {
+        let last = &history[keys.len()];
+        let dqb = last.t().dot(g);
+        let dq = phi_backward(
+            phi,
+            q,
+            &fq,
+            &sum_normalise_back(&fq, &qb, &dqb),
+            omega,
+        );
+        // G = dL/dW_t, walked from t = L down to 1.
+        let mut big_g = g
+            .view()
+            .insert_axis(Axis(1))
+            .dot(&qb.view().insert_axis(Axis(0)));
+        let mut d_keys = vec![Array1::zeros(q.len()); keys.len()];
+        let mut d_betas = vec![0.0; keys.len()];
+        for t in (0..keys.len()).rev() {
+            let w_prev = &history[t];
+            let k = &kb[t];
+            let r = one_hot(n, values[t]) - w_prev.dot(k);
+            let gk = big_g.dot(k);
+            d_betas[t] = r.dot(&gk);
+            let dkb = (big_g.t().dot(&r) - w_prev.t().dot(&gk)) * betas[t];
+            let dfk = sum_normalise_back(&fk[t], k, &dkb);
+            d_keys[t] = phi_backward(phi, &keys[t], &fk[t], &dfk, omega);
+            // dW_{t−1} = G (I − β k̄ k̄ᵀ)
+            let outer =
+                gk.insert_axis(Axis(1)).dot(&k.view().insert_axis(Axis(0)));
+            big_g.scaled_add(-betas[t], &outer);
+        }
+        (d_keys, dq, Some(d_betas))
+    };
+    (y_hat, Box::new(back))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::seeded;
+    use crate::retrieval::task::{Setting, episodes};
+
+    const LAYERS: [Layer; 11] = [
+        Layer::Softmax,
+        Layer::Linear(Phi::EluPlusOne, Rule::Sum),
+        Layer::Linear(Phi::EluPlusOne, Rule::Delta),
+        Layer::Linear(Phi::Dpfp(1), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(2), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(3), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(1), Rule::Delta),
+        Layer::Linear(Phi::Dpfp(2), Rule::Delta),
+        Layer::Linear(Phi::Dpfp(3), Rule::Delta),
+        Layer::Linear(Phi::Favor(6), Rule::Sum),
+        Layer::Linear(Phi::Favor(6), Rule::Delta),
+    ];
+
+    /// Compare the hand-written gradient with central differences, entry
+    /// by entry, for every tensor.
+    fn check_gradient(layer: Layer, setting: Setting, seed: u64) {
+        let shape = Shape { n: 4, d: 4, e: 5 };
+        let mut rng = seeded(seed);
+        let mut params = Params::init(&mut rng, shape);
+        // Non-zero w_β so the write strengths differ from step to step.
+        params.w_beta = randn(&mut rng, 1, 9).row(0).to_owned();
+        let omega = draw_omega(&mut rng, layer, shape.d);
+        let eps = episodes(seed, 2, shape.n, setting);
+        let loss = |p: &Params| -> f64 {
+            eps.iter()
+                .map(|e| episode_loss(p, layer, e, &omega, None))
+                .sum()
+        };
+        let mut grad = params.zeros_like();
+        for e in &eps {
+            episode_loss(&params, layer, e, &omega, Some(&mut grad));
+        }
+        let h = 1e-6;
+        for tensor in 0..4 {
+            for i in 0..grad.slices()[tensor].len() {
+                let mut plus = params.clone();
+                plus.slices_mut()[tensor][i] += h;
+                let mut minus = params.clone();
+                minus.slices_mut()[tensor][i] -= h;
+                let numeric = (loss(&plus) - loss(&minus)) / (2.0 * h);
+                let analytic = grad.slices()[tensor][i];
+                let tol = 1e-6 * (1.0 + numeric.abs().max(analytic.abs()));
+                assert!(
+                    (numeric - analytic).abs() < tol,
+                    "{} {setting:?} seed {seed}: tensor {tensor} entry {i}: \
+                     numeric {numeric} vs analytic {analytic}",
+                    layer.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hand_gradient_matches_finite_differences_for_every_layer() {
+        for layer in LAYERS {
+            for setting in [Setting::Distinct, Setting::Repeated] {
+                for seed in 0..3 {
+                    check_gradient(layer, setting, seed);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn write_strength_gets_no_gradient_outside_the_delta_rule() {
+        for layer in [LAYERS[0], LAYERS[1], LAYERS[3], LAYERS[9]] {
+            let shape = Shape { n: 4, d: 4, e: 5 };
+            let mut rng = seeded(0);
+            let params = Params::init(&mut rng, shape);
+            let omega = draw_omega(&mut rng, layer, 4);
+            let mut grad = params.zeros_like();
+            for e in episodes(0, 3, 4, Setting::Distinct) {
+                episode_loss(&params, layer, &e, &omega, Some(&mut grad));
+            }
+            assert!(grad.w_beta.iter().all(|&g| g == 0.0));
+            assert!(grad.w_k.iter().any(|&g| g != 0.0));
+        }
+    }
+
+    #[test]
+    fn omega_has_orthogonal_columns_within_a_block() {
+        let layer = Layer::Linear(Phi::Favor(10), Rule::Sum);
+        let omega = draw_omega(&mut seeded(5), layer, 4);
+        assert_eq!(omega.dim(), (4, 10));
+        for block in [0..4, 4..8, 8..10] {
+            for i in block.clone() {
+                for j in block.clone() {
+                    if i != j {
+                        let dot = omega.column(i).dot(&omega.column(j));
+                        assert!(dot.abs() < 1e-9, "columns {i}, {j}: {dot}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memory_width_follows_the_feature_map() {
+        let d = 16;
+        assert_eq!(Layer::Linear(Phi::EluPlusOne, Rule::Sum).width(d), 16);
+        assert_eq!(Layer::Linear(Phi::Dpfp(3), Rule::Delta).width(d), 96);
+        assert_eq!(Layer::Linear(Phi::Favor(32), Rule::Sum).width(d), 64);
+    }
+}

@@ -1,0 +1,224 @@
+//! The sweep behind the chapter's figures: which models are trained, on how
+//! many keys, and the data file that records how each run ended.
+//!
+//! `cargo xtask retrieval` runs [`plan`] (in release mode, on every core)
+//! and writes `listings/data/retrieval.tsv`; the book reads that committed
+//! file while it builds, so building the book never retrains.
+
+use crate::retrieval::model::{Layer, Phi, Rule, Shape};
+use crate::retrieval::task::Setting;
+use crate::retrieval::train::{Budget, Outcome, Run, Stop, train};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Key width of the scaled-down reproduction (the paper uses 64).
+pub const D: usize = 8;
+
+/// Steps per run at most (the paper allows 100k).
+pub const MAX_STEPS: usize = 10_000;
+
+// ANCHOR: plan
+/// The layers compared in Setting 1 (capacity) and Setting 2 (updates).
+pub fn setting1_layers() -> Vec<Layer> {
+    use {Phi::*, Rule::Sum};
+    vec![
+        Layer::Linear(EluPlusOne, Sum),
+        Layer::Linear(Dpfp(1), Sum),
+        Layer::Linear(Dpfp(2), Sum),
+        Layer::Linear(Dpfp(3), Sum),
+        Layer::Linear(Favor(2 * D), Sum),
+        Layer::Softmax,
+    ]
+}
+
+pub fn setting2_layers() -> Vec<Layer> {
+    use {Phi::*, Rule::*};
+    vec![
+        Layer::Linear(EluPlusOne, Sum),
+        Layer::Linear(EluPlusOne, Delta),
+        Layer::Linear(Dpfp(1), Sum),
+        Layer::Linear(Dpfp(1), Delta),
+        Layer::Softmax,
+    ]
+}
+
+/// Numbers of keys n for each setting.
+pub const SETTING1_KEYS: [usize; 8] = [4, 8, 12, 16, 24, 32, 48, 64];
+pub const SETTING2_KEYS: [usize; 6] = [4, 8, 12, 16, 20, 24];
+
+/// Every run of the sweep, one seed each.
+pub fn plan() -> Vec<Run> {
+    let mut runs = Vec::new();
+    let settings = [
+        (Setting::Distinct, setting1_layers(), &SETTING1_KEYS[..]),
+        (Setting::Repeated, setting2_layers(), &SETTING2_KEYS[..]),
+    ];
+    for (setting, layers, keys) in settings {
+        for layer in layers {
+            for &n in keys {
+                runs.push(Run {
+                    layer,
+                    setting,
+                    shape: Shape::paper(n, D),
+                    seed: 1,
+                    budget: Budget {
+                        eval_every: 200,
+                        ..Budget::paper(MAX_STEPS)
+                    },
+                });
+            }
+        }
+    }
+    runs
+}
+// ANCHOR_END: plan
+
+/// Run `runs` on `threads` threads, biggest first, calling `progress(done,
+/// total, run, outcome)` as each finishes. Results come back in plan order.
+pub fn run_all(
+    runs: &[Run],
+    threads: usize,
+    progress: impl Fn(usize, usize, &Run, &Outcome) + Sync,
+) -> Vec<Outcome> {
+    // Long runs first, so that no thread is left with one at the end.
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&runs[i])));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Outcome>>> =
+        Mutex::new(vec![None; runs.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&i) = order.get(k) else { break };
+                    let outcome = train(&runs[i], |_, _| {});
+                    let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    progress(finished, runs.len(), &runs[i], &outcome);
+                    results.lock().expect("no thread panicked")[i] =
+                        Some(outcome);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no thread panicked")
+        .into_iter()
+        .map(|o| o.expect("every run finished"))
+        .collect()
+}
+
+/// A rough relative cost of a run: sequence length times memory size.
+fn cost(run: &Run) -> usize {
+    let len = match run.setting {
+        Setting::Distinct => run.shape.n,
+        Setting::Repeated => 2 * run.shape.n,
+    };
+    len * run.shape.n * run.layer.width(run.shape.d)
+}
+
+/// One line of the data file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub setting: String,
+    pub layer: String,
+    pub n: usize,
+    pub d: usize,
+    pub p: usize,
+    pub best_loss: f64,
+    pub steps: usize,
+    pub stop: String,
+}
+
+impl Record {
+    /// The record of `run` ending in `outcome`.
+    pub fn new(run: &Run, outcome: &Outcome) -> Record {
+        Record {
+            setting: run.setting.name().to_string(),
+            layer: run.layer.name(),
+            n: run.shape.n,
+            d: run.shape.d,
+            p: run.layer.width(run.shape.d),
+            best_loss: outcome.best_loss,
+            steps: outcome.steps,
+            stop: outcome.stop.to_string(),
+        }
+    }
+
+    /// Whether the run reached the paper's target loss.
+    pub fn solved(&self) -> bool {
+        self.stop == Stop::Solved.to_string()
+    }
+}
+
+const HEADER: &str = "setting\tlayer\tn\td\tp\tbest_loss\tsteps\tstop";
+
+/// The data file: `#` comment lines (how it was made), a header, records.
+pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
+    let mut out = String::new();
+    for c in comments {
+        let _ = writeln!(out, "# {c}");
+    }
+    let _ = writeln!(out, "{HEADER}");
+    for r in records {
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{:.6e}\t{}\t{}",
+            r.setting, r.layer, r.n, r.d, r.p, r.best_loss, r.steps, r.stop
+        );
+    }
+    out
+}
+
+/// Read the data file back: its comment lines and its records.
+pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
+    let mut comments = Vec::new();
+    let mut records = Vec::new();
+    let mut header = false;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(c) = line.strip_prefix('#') {
+            comments.push(c.trim().to_string());
+        } else if !header {
+            if line != HEADER {
+                return Err(format!(
+                    "line {}: expected the header `{HEADER}`",
+                    i + 1
+                ));
+            }
+            header = true;
+        } else if !line.trim().is_empty() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let bad =
+                |what: &str| format!("line {}: bad {what} in `{line}`", i + 1);
+            if f.len() != 8 {
+                return Err(bad("number of fields"));
+            }
+            records.push(Record {
+                setting: f[0].to_string(),
+                layer: f[1].to_string(),
+                n: f[2].parse().map_err(|_| bad("n"))?,
+                d: f[3].parse().map_err(|_| bad("d"))?,
+                p: f[4].parse().map_err(|_| bad("p"))?,
+                best_loss: f[5].parse().map_err(|_| bad("loss"))?,
+                steps: f[6].parse().map_err(|_| bad("steps"))?,
+                stop: f[7].to_string(),
+            });
+        }
+    }
+    if header {
+        Ok((comments, records))
+    } else {
+        Err("no header line".to_string())
+    }
+}
+
+/// The committed results of `cargo xtask retrieval`.
+pub const COMMITTED: &str = include_str!("../../data/retrieval.tsv");
+
+/// The committed results, parsed.
+pub fn committed() -> (Vec<String>, Vec<Record>) {
+    parse_tsv(COMMITTED).expect("listings/data/retrieval.tsv is well formed")
+}
