@@ -3,8 +3,13 @@
 //! the SVG, so figures follow the reader's theme: text and axes are drawn in
 //! `currentColor`, and colour maps are chosen to read on light and dark pages.
 
+mod cost;
 mod heatmap;
+mod lines;
+mod memory;
+mod rank;
 mod style;
+mod taylor;
 
 pub use style::themeable;
 
@@ -18,17 +23,82 @@ pub struct Figure {
 }
 
 /// Every figure the book can show, by name.
-pub const ALL: &[Figure] = &[Figure {
-    name: "causal-attention-heatmap",
-    caption: "Causal softmax attention weights of the running example: \
+pub const ALL: &[Figure] = &[
+    Figure {
+        name: "causal-attention-heatmap",
+        caption: "Causal softmax attention weights of the running example: \
               row t holds how query t spreads its attention over keys \
               j ≤ t. The empty upper triangle is the future, weight 0.",
-    alt: "A 12 by 12 grid of coloured squares filling the lower triangle \
+        alt: "A 12 by 12 grid of coloured squares filling the lower triangle \
           and the diagonal; the upper triangle is empty. Each row's \
           colours sum to one; early rows are bright on few cells, late \
           rows spread over many.",
-    render: heatmap::causal_attention_heatmap,
-}];
+        render: heatmap::causal_attention_heatmap,
+    },
+    Figure {
+        name: "attention-cost",
+        caption: "What one head of softmax attention holds and computes as the \
+            sequence grows (d = m = 64), on log-log axes. Top: the N × N \
+            score matrix grows as N², the KV cache as N, the fixed-size \
+            state of the next chapters not at all. Bottom: decoding \
+            token t reads all t cached tokens, so its cost grows with t; \
+            a step of the fixed state costs the same at every t.",
+        alt: "Two log-log plots, one above the other. Top, floats held \
+            against sequence length: a steep straight line for the score \
+            matrix, a line of half its slope for the KV cache, and a \
+            flat line for the fixed state. Bottom, FLOPs per decoded \
+            token against position: a rising straight line for softmax \
+            with a KV cache, crossing above a flat line for the fixed \
+            state early on.",
+        render: cost::attention_cost,
+    },
+    Figure {
+        name: "kernel-rank",
+        caption: "Numerical rank of the N × N Gram matrix of four kernels on N \
+            random points in d = 4, on log-log axes. The exponential \
+            kernel gains rank with every point, at the softmax's \
+            temperature and at a high one where its weights are nearly \
+            uniform; a feature map with p features stops at p.",
+        alt: "A log-log plot of rank against number of points. The line \
+            for exp at the softmax's temperature runs along the \
+            diagonal, rank equal to N; the line for the hot exp kernel \
+            follows it and bends slightly below at the largest N. The \
+            degree-2 Taylor line rises and levels off at 15, the elu+1 \
+            line levels off at 4.",
+        render: rank::kernel_rank,
+    },
+    Figure {
+        name: "taylor-features",
+        caption: "Truncated Taylor features of exp(qᵀk), degree by degree. \
+            Top: relative error on random query–key pairs at the \
+            softmax's scale; the typical pair converges fast, the pair \
+            with the largest score lags far behind. Bottom: the number \
+            of features, C(d + n, n), for keys of width 4 and 64.",
+        alt: "Two plots, one above the other, against degree from 0 to 12 \
+            on a logarithmic y axis. Top: the median error falls in a \
+            straight line by about one power of ten per degree; the \
+            largest error first rises, then falls slowly and stays above \
+            0.1. Bottom: the number of features climbs to about 2 \
+            thousand for width 4 and past 10 to the 13 for width 64.",
+        render: taylor::taylor_features,
+    },
+    Figure {
+        name: "memory-writes",
+        caption: "The fast-weight memory S_t of the running example (φ = \
+            elu+1, m = p = 8) after 1, 2, 3 and all 12 tokens; red \
+            positive, blue negative, grey zero, each panel scaled to its \
+            largest entry. After one token it is one outer product \
+            v₁φ(k₁)ᵀ: every row is a multiple of the same row φ(k₁)ᵀ. \
+            Each token adds one more.",
+        alt: "Four 8 by 8 grids of coloured cells, two by two; rows are \
+            value entries and columns features. The first grid shows \
+            clean stripes: rows that are scaled copies of one pattern. \
+            The second and third mix two and three such patterns; the \
+            last, after twelve tokens, shows no visible stripe \
+            structure.",
+        render: memory::memory_writes,
+    },
+];
 
 /// The figure named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Figure> {

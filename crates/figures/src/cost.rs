@@ -1,0 +1,55 @@
+//! What softmax attention holds and computes as the sequence grows, next to
+//! the fixed-size state of linear attention: counts from `listings::cost`.
+
+use crate::lines::{Axes, Line, panel};
+use crate::style::themeable;
+use listings::cost::{
+    decode_flops, fixed_state_floats, fixed_state_step_flops, kv_cache_floats,
+    score_matrix_floats,
+};
+use plotters::prelude::*;
+
+/// Width of keys, queries and values (one head), as in the cost tables.
+const D: u64 = 64;
+
+/// Two log-log panels, one above the other: floats held against N, and
+/// FLOPs of one decoding step against the position t of the token.
+pub fn attention_cost() -> String {
+    let lengths: Vec<u64> = (6..=18).step_by(2).map(|e| 1 << e).collect();
+    let line = |name: &str, style, f: &dyn Fn(u64) -> u64| Line {
+        name: name.to_string(),
+        style,
+        points: lengths.iter().map(|&n| (n as f64, f(n) as f64)).collect(),
+    };
+    let fixed = "fixed S and z, mp + p";
+    let held = [
+        line("score matrix, N²", 0, &score_matrix_floats),
+        line("KV cache, N(d + m)", 1, &|n| kv_cache_floats(n, D, D)),
+        line(fixed, 2, &|_| fixed_state_floats(D, D)),
+    ];
+    let work = [
+        line("softmax with KV cache", 1, &|t| decode_flops(t, D, D)),
+        line("fixed S and z", 2, &|_| fixed_state_step_flops(D, D)),
+    ];
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 720)).into_drawing_area();
+        let (top, bottom) = root.split_vertically(360);
+        let axes = |y, x_desc, y_desc| Axes {
+            x: (40.0, 4.0e5),
+            x_log: Some(2),
+            y,
+            y_log: 10,
+            x_desc,
+            y_desc,
+        };
+        let held_axes = axes((1e3, 1e11), "sequence length N", "floats held");
+        panel(&top, &held_axes, &held, SeriesLabelPosition::UpperLeft);
+        let work_axes =
+            axes((1e3, 1e8), "position t of the decoded token", "FLOPs");
+        panel(&bottom, &work_axes, &work, SeriesLabelPosition::UpperLeft);
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}

@@ -1,0 +1,103 @@
+//! The fast-weight memory of the running example as it is written, one
+//! outer product per token. Data from `listings::fast_weights::memory_trace`.
+
+use crate::style::themeable;
+use listings::attention::{WALKTHROUGH_SEED, walkthrough};
+use listings::fast_weights::memory_trace;
+use listings::feature_maps::elu_plus_one;
+use listings::ndarray::Array2;
+use plotters::prelude::*;
+
+/// The tokens after which the memory is drawn.
+pub const STEPS: [usize; 4] = [1, 2, 3, 12];
+
+/// A diverging colour map on [−1, 1]: blue for negative, a mid grey for
+/// zero, red for positive. The grey reads on light and dark pages alike.
+pub fn diverging(t: f64) -> RGBColor {
+    let (blue, grey, red) = (
+        (33.0, 102.0, 172.0),
+        (150.0, 150.0, 150.0),
+        (202.0, 0.0, 32.0),
+    );
+    let t = t.clamp(-1.0, 1.0);
+    let (from, to, f) = if t < 0.0 {
+        (grey, blue, -t)
+    } else {
+        (grey, red, t)
+    };
+    let mix = |a: f64, b: f64| (a + f * (b - a)).round() as u8;
+    RGBColor(mix(from.0, to.0), mix(from.1, to.1), mix(from.2, to.2))
+}
+
+/// S_t: (m, p) of the running example with φ = elu+1, for each t in
+/// [`STEPS`], side by side, each on its own colour scale ±max |S_t|.
+pub fn memory_writes() -> String {
+    let (qkv, _) = walkthrough(WALKTHROUGH_SEED);
+    let trace = memory_trace(&elu_plus_one(&qkv.k), &qkv.v)
+        .expect("k and v come from one projection");
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 600)).into_drawing_area();
+        let panels = root.split_evenly((2, STEPS.len() / 2));
+        for (area, t) in panels.iter().zip(STEPS) {
+            let s = &trace[t - 1];
+            let top = s.fold(0.0_f64, |m, &x| m.max(x.abs()));
+            let title = format!("t = {t}, |entries| ≤ {top:.1}");
+            draw_matrix(area, s, top, &title);
+        }
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}
+
+fn draw_matrix(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    s: &Array2<f64>,
+    top: f64,
+    title: &str,
+) {
+    let (m, p) = s.dim();
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .caption(title, ("sans-serif", 14))
+        .x_label_area_size(34)
+        .y_label_area_size(30)
+        .build_cartesian_2d(-0.5..p as f64 - 0.5, m as f64 - 0.5..-0.5)
+        .expect("drawing into a string cannot fail");
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc("feature")
+        .y_desc("value")
+        .x_labels(p)
+        .y_labels(m)
+        .x_label_formatter(&|x| format!("{}", x.round()))
+        .y_label_formatter(&|y| format!("{}", y.round()))
+        .label_style(("sans-serif", 11))
+        .axis_desc_style(("sans-serif", 13))
+        .draw()
+        .expect("drawing into a string cannot fail");
+    chart
+        .draw_series(s.indexed_iter().map(|((a, b), &x)| {
+            let (x0, y0) = (b as f64, a as f64);
+            Rectangle::new(
+                [(x0 - 0.5, y0 - 0.5), (x0 + 0.5, y0 + 0.5)],
+                diverging(x / top).filled(),
+            )
+        }))
+        .expect("drawing into a string cannot fail");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diverging_map_is_grey_at_zero_and_saturates_at_the_ends() {
+        assert_eq!(diverging(0.0), RGBColor(150, 150, 150));
+        assert_eq!(diverging(-1.0), RGBColor(33, 102, 172));
+        assert_eq!(diverging(1.0), RGBColor(202, 0, 32));
+        assert_eq!(diverging(5.0), diverging(1.0));
+    }
+}

@@ -1,0 +1,53 @@
+//! The rank of a kernel's Gram matrix as the number of points grows: the
+//! exponential kernel keeps gaining rank, a p-dimensional feature map stops
+//! at p. Data from `listings::kernel::rank_study`.
+
+use crate::lines::{Axes, Line, panel};
+use crate::style::themeable;
+use listings::kernel::{rank_study, taylor_dimension};
+use listings::outputs::RANK_LENGTHS;
+use plotters::prelude::*;
+
+/// Width of the points, and the hot temperature as a multiple of √d, as in
+/// the output `kernel-rank`.
+const D: usize = 4;
+const HOT: f64 = 16.0;
+
+/// Numerical rank against N, log-log, one line per kernel.
+pub fn kernel_rank() -> String {
+    let study = rank_study(&RANK_LENGTHS, D, HOT, 0);
+    let line = |name: String, style, f: &dyn Fn(&_) -> usize| Line {
+        name,
+        style,
+        points: study
+            .rows
+            .iter()
+            .map(|r| (r.n as f64, f(r) as f64))
+            .collect(),
+    };
+    let p2 = taylor_dimension(D, 2);
+    let lines = [
+        line("exp(xᵀy/√d)".into(), 0, &|r| r.softmax),
+        line(format!("exp(xᵀy/τ), τ = {HOT}√d"), 1, &|r| {
+            r.softmax_hot
+        }),
+        line(format!("Taylor degree 2, p = {p2}"), 4, &|r| r.taylor2),
+        line(format!("elu+1, p = d = {D}"), 2, &|r| r.elu),
+    ];
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 440)).into_drawing_area();
+        let axes = Axes {
+            x: (3.5, 300.0),
+            x_log: Some(2),
+            y: (1.0, 512.0),
+            y_log: 2,
+            x_desc: "number of points N",
+            y_desc: "numerical rank of the N × N Gram matrix",
+        };
+        panel(&root, &axes, &lines, SeriesLabelPosition::UpperLeft);
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}
