@@ -2,6 +2,7 @@
 //! checks. A library so that the checks' own tests can call it.
 
 pub mod book;
+pub mod browser;
 pub mod html;
 pub mod links;
 pub mod setup;

@@ -4,7 +4,9 @@
 //! cargo xtask setup   install mdbook 0.5.4, mdbook-katex 0.10.0 and KaTeX's CSS + fonts if missing
 //! cargo xtask build   setup, then build the book into book/ and check the HTML
 //! cargo xtask serve   setup, build, then serve on http://localhost:3000 and rebuild on change
-//! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks, failure checks
+//! cargo xtask browser setup, build, then the browser check (headless chromium)
+//! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks,
+//!                     browser check, failure checks
 //! ```
 
 use std::process::ExitCode;
@@ -16,8 +18,11 @@ const USAGE: &str = "usage: cargo xtask <setup | build | serve | test>
           KaTeX's stylesheet and fonts, where missing
   build   setup, then build the book into book/ and check every page
   serve   setup, build, then serve the book on http://localhost:3000
+  browser setup, build, then open every page in headless chromium and
+          check what a reader sees; screenshots in target/screenshots/
   test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
-          the book build with its checks, and the checks' own tests";
+          the book build with its checks, the browser check, and the
+          checks' own tests";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -25,6 +30,7 @@ fn main() -> ExitCode {
         "setup" => setup::all(),
         "build" => build(),
         "serve" => serve(),
+        "browser" => browser(),
         "test" => test(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -48,6 +54,18 @@ fn build() -> Result<(), Failure> {
     Ok(())
 }
 
+fn browser() -> Result<(), Failure> {
+    build()?;
+    let root = root();
+    let summary = xtask::browser::check(
+        &root,
+        &root.join("target/screenshots"),
+        &xtask::browser::MUST_FIND,
+    )?;
+    println!("xtask browser: {summary}");
+    Ok(())
+}
+
 fn serve() -> Result<(), Failure> {
     build()?;
     xtask::step("mdbook serve on http://localhost:3000 (Ctrl-C to stop)");
@@ -57,6 +75,9 @@ fn serve() -> Result<(), Failure> {
 fn test() -> Result<(), Failure> {
     let root = root();
     setup::all()?;
+    // The browser check's chromium, now, so that a missing one stops the
+    // run before the long steps rather than after them.
+    setup::chromium()?;
     xtask::step("cargo fmt --check");
     run("cargo", &["fmt", "--all", "--", "--check"], &root)?;
     xtask::step("cargo clippy (warnings are errors)");
@@ -77,7 +98,15 @@ fn test() -> Result<(), Failure> {
     run("cargo", &["test", "--workspace", "--quiet"], &root)?;
     book::mdbook_test(&root)?;
     let pages = book::build(&root)?;
-    xtask::step("the build's failure checks: broken books must not build");
+    let browser = xtask::browser::check(
+        &root,
+        &root.join("target/screenshots"),
+        &xtask::browser::MUST_FIND,
+    )?;
+    xtask::step(
+        "the checks' own tests: broken books must fail the build and the \
+         browser check",
+    );
     run(
         "cargo",
         &["test", "--quiet", "--package", "xtask", "--", "--ignored"],
@@ -85,7 +114,8 @@ fn test() -> Result<(), Failure> {
     )?;
     println!(
         "\nxtask test: every step passed (fmt, clippy, cargo test, mdbook test, \
-         {pages} pages built and checked, failure checks)"
+         {pages} pages built and checked, failure checks)\n{browser}\n\
+         screenshots: target/screenshots/"
     );
     Ok(())
 }

@@ -1,8 +1,9 @@
-//! Installing the pinned tools and KaTeX's assets, only where missing.
+//! Installing the pinned tools and KaTeX's assets, only where missing, and
+//! for the browser check, Debian's chromium.
 
 use crate::{Failure, capture, root, run, step};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// mdBook and its KaTeX preprocessor, at the versions the book is built
 /// with (mdbook-katex 0.9 does not work with mdBook 0.5).
@@ -12,12 +13,132 @@ pub const TOOLS: [(&str, &str); 2] =
 /// The KaTeX release whose CSS matches mdbook-katex 0.10.0's prerendered HTML.
 pub const KATEX: &str = "0.16.4";
 
-/// Everything the build needs: the tools and the KaTeX assets.
+/// The npm packages of package.json, at the versions package-lock.json
+/// pins: KaTeX's stylesheet and fonts for the book, and playwright-core,
+/// which drives Debian's chromium in the browser check (it downloads no
+/// browser of its own).
+pub const NODE_PACKAGES: [(&str, &str); 2] =
+    [("katex", KATEX), ("playwright-core", "1.65.1")];
+
+/// Everything the build needs: the tools, the npm packages and the KaTeX
+/// assets. (The browser check's chromium is installed by [`chromium`],
+/// which only `cargo xtask test` needs.)
 pub fn all() -> Result<(), Failure> {
     for (tool, version) in TOOLS {
         tool_at(tool, version)?;
     }
-    katex_assets(&root())
+    let root = root();
+    node_packages(&root)?;
+    katex_assets(&root)
+}
+
+/// The version of the npm package `name` installed under `root`, if any.
+fn installed_node_package(root: &Path, name: &str) -> Option<String> {
+    let manifest = fs::read_to_string(
+        root.join("node_modules").join(name).join("package.json"),
+    )
+    .ok()?;
+    let at = manifest.find("\"version\"")?;
+    let rest = &manifest[at + "\"version\"".len()..];
+    let start = rest.find('"')? + 1;
+    let len = rest[start..].find('"')?;
+    Some(rest[start..start + len].to_string())
+}
+
+/// `npm ci` (exactly what package-lock.json pins, no install scripts) when
+/// a package of [`NODE_PACKAGES`] is missing or at another version.
+pub fn node_packages(root: &Path) -> Result<(), Failure> {
+    let stale = || {
+        NODE_PACKAGES.iter().any(|(name, version)| {
+            installed_node_package(root, name).as_deref() != Some(version)
+        })
+    };
+    if !stale() {
+        return Ok(());
+    }
+    let names: Vec<String> = NODE_PACKAGES
+        .iter()
+        .map(|(n, v)| format!("{n}@{v}"))
+        .collect();
+    step(&format!("installing {} (npm ci)", names.join(", ")));
+    run(
+        "npm",
+        &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+        root,
+    )
+    .map_err(|Failure(why)| {
+        Failure(format!(
+            "{why}\nKaTeX's stylesheet and the browser check's driver come \
+                 from npm; install Node.js (20 or newer) and npm, then run \
+                 `cargo xtask setup` again"
+        ))
+    })?;
+    if stale() {
+        return Err(Failure(format!(
+            "after npm ci, node_modules does not hold {}; package.json and \
+             package-lock.json must pin these versions",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The chromium the browser check drives: `$CHROMIUM` if set, else
+/// `chromium` on the PATH, else Debian's package, installed here with
+/// apt-get (as root; `apt-get update` first if the package is not found).
+pub fn chromium() -> Result<PathBuf, Failure> {
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(Failure(format!(
+                "CHROMIUM={} is not a file",
+                path.display()
+            )))
+        };
+    }
+    if let Some(found) = on_path("chromium") {
+        return Ok(found);
+    }
+    let advice = "the browser check needs Chromium: install Debian's package \
+                  (`sudo apt-get install chromium`), or set CHROMIUM to a \
+                  Chromium or Chrome binary, and run the command again";
+    if capture("id", &["-u"]).as_deref().map(str::trim) != Some("0") {
+        return Err(Failure(format!(
+            "chromium is not installed, and {advice}"
+        )));
+    }
+    if on_path("apt-get").is_none() {
+        return Err(Failure(format!(
+            "chromium is not installed and there is no apt-get here; {advice}"
+        )));
+    }
+    step("installing Debian's chromium for the browser check (apt-get, once)");
+    let install = ["install", "-y", "chromium", "fonts-dejavu-core"];
+    let installed = run("apt-get", &install, &root()).or_else(|_| {
+        step("apt-get update, then the install again");
+        run("apt-get", &["update"], &root())?;
+        run("apt-get", &install, &root())
+    });
+    match (installed, on_path("chromium")) {
+        (Ok(()), Some(found)) => Ok(found),
+        (Err(Failure(why)), _) => Err(Failure(format!(
+            "{why}\ncould not install chromium; {advice}"
+        ))),
+        (Ok(()), None) => Err(Failure(format!(
+            "apt-get installed chromium, but `chromium` is not on the PATH; \
+             {advice}"
+        ))),
+    }
+}
+
+/// The first `name` in the directories of PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Install `tool` at `version` with `cargo install --locked` unless
@@ -48,23 +169,8 @@ pub fn katex_assets(root: &Path) -> Result<(), Failure> {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(KATEX) {
         return Ok(());
     }
+    node_packages(root)?;
     let dist = root.join("node_modules/katex/dist");
-    if !dist.join("katex.min.css").exists() {
-        step(&format!(
-            "installing KaTeX {KATEX}'s CSS and fonts (npm ci)"
-        ));
-        run(
-            "npm",
-            &["ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            root,
-        )
-        .map_err(|Failure(why)| {
-            Failure(format!(
-                "{why}\nKaTeX's stylesheet comes from npm; install Node.js and \
-                 npm, then run `cargo xtask setup` again"
-            ))
-        })?;
-    }
     let version =
         fs::read_to_string(root.join("node_modules/katex/package.json"))?;
     if !version.contains(&format!("\"version\": \"{KATEX}\"")) {
@@ -84,4 +190,29 @@ pub fn katex_assets(root: &Path) -> Result<(), Failure> {
     }
     fs::write(&stamp, KATEX)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_json_and_its_lockfile_pin_the_node_packages() {
+        let root = root();
+        let manifest = fs::read_to_string(root.join("package.json")).unwrap();
+        let lock = fs::read_to_string(root.join("package-lock.json")).unwrap();
+        for (name, version) in NODE_PACKAGES {
+            assert!(
+                manifest.contains(&format!("\"{name}\": \"{version}\"")),
+                "package.json must pin {name} to exactly {version}"
+            );
+            let entry = format!(
+                "\"node_modules/{name}\": {{\n      \"version\": \"{version}\""
+            );
+            assert!(
+                lock.contains(&entry),
+                "package-lock.json: {name}@{version}"
+            );
+        }
+    }
 }

@@ -1,0 +1,574 @@
+// The browser check: open every page of the built book in headless
+// Chromium, the way a reader's browser renders it, and report what a
+// reader would see go wrong. `cargo xtask test` runs it (crates/xtask/src/
+// browser.rs) after the build and its static checks; it needs
+// `playwright-core` from package.json (`npm ci`) and Debian's chromium.
+//
+//   node check.mjs --book DIR --screenshots DIR --chromium PATH
+//                  [--must-find TERM]... [--find-if-present TERM]...
+//
+// It serves DIR on a port of 127.0.0.1 chosen by the system, stops the
+// server when done, and prints one line per problem starting with
+// "problem: ". Exit status 1 if there were any, 2 if it could not run.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+
+const THEMES = ['light', 'rust', 'coal', 'navy', 'ayu'];
+// mdBook's own default for readers whose system prefers dark.
+const DARK = 'navy';
+// WCAG 2 AA contrast for normal-size text.
+const MIN_CONTRAST = 4.5;
+// The flags that let Debian's chromium run as root in a sandboxed
+// container with no network (see README.md).
+// mdBook's menu bar sticks to the top of the window and would cover the
+// top of a tall figure in its picture.
+const HIDE_MENU_BAR = '#mdbook-menu-bar, #mdbook-menu-bar-hover-placeholder { visibility: hidden !important; }';
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+function parseArgs(argv) {
+  const opts = { mustFind: [], findIfPresent: [] };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [key, value] = [argv[i], argv[i + 1]];
+    if (value === undefined) usage(`${key} needs a value`);
+    switch (key) {
+      case '--book': opts.book = path.resolve(value); break;
+      case '--screenshots': opts.screenshots = path.resolve(value); break;
+      case '--chromium': opts.chromium = value; break;
+      case '--must-find': opts.mustFind.push(value); break;
+      case '--find-if-present': opts.findIfPresent.push(value); break;
+      default: usage(`unknown argument ${key}`);
+    }
+  }
+  if (!opts.book || !opts.screenshots || !opts.chromium) {
+    usage('--book, --screenshots and --chromium are required');
+  }
+  return opts;
+}
+
+function usage(why) {
+  console.error(`check.mjs: ${why}`);
+  process.exit(2);
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const started = Date.now();
+const problems = [];
+const problem = (where, what) => problems.push(`${where}: ${what}`);
+
+// ---------------------------------------------------------------- server
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8', '.css': 'text/css', '.js': 'text/javascript',
+  '.json': 'application/json', '.svg': 'image/svg+xml', '.png': 'image/png',
+  '.woff2': 'font/woff2', '.woff': 'font/woff', '.ttf': 'font/ttf', '.txt': 'text/plain',
+};
+
+function serve(root) {
+  const server = http.createServer((req, res) => {
+    let rel;
+    try {
+      rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      res.writeHead(400).end();
+      return;
+    }
+    let file = path.join(root, rel);
+    if (!file.startsWith(root)) {
+      res.writeHead(403).end();
+      return;
+    }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
+      file = path.join(file, 'index.html');
+    }
+    if (!fs.existsSync(file)) {
+      // Like GitHub Pages: status 404 with the book's 404 page.
+      const notFound = path.join(root, '404.html');
+      res.writeHead(404, { 'content-type': TYPES['.html'] });
+      res.end(fs.existsSync(notFound) ? fs.readFileSync(notFound) : '');
+      return;
+    }
+    const type = TYPES[path.extname(file)] || 'application/octet-stream';
+    res.writeHead(200, { 'content-type': type });
+    res.end(fs.readFileSync(file));
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+
+// ---------------------------------------------------------------- pages
+
+function htmlPages(root) {
+  const out = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.html')) out.push(path.relative(root, full).split(path.sep).join('/'));
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+// Pages that are not chapters: mdBook's 404 page, the print page (all
+// chapters in one), the table of contents for readers without JavaScript,
+// and index.html, a copy of the first chapter.
+const NOT_CHAPTERS = new Set(['404.html', 'print.html', 'toc.html', 'index.html']);
+
+function shotName(rel, suffix) {
+  return `${rel.replace(/\.html$/, '').replace(/[/\\]/g, '_')}-${suffix}.png`;
+}
+
+// One browser tab, reused for every page (a new tab per page costs more
+// than the page). `tab.errors` collects console errors, uncaught
+// exceptions and failed requests since the last `open`.
+async function newTab(context, origin) {
+  const page = await context.newPage();
+  const tab = { page, errors: [] };
+  const short = (url) => url.replace(origin + '/', '');
+  page.on('console', (msg) => {
+    // A failed request also logs "Failed to load resource"; the response
+    // handler below reports it with its URL.
+    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) {
+      tab.errors.push(`console error: ${msg.text()}`);
+    }
+  });
+  page.on('pageerror', (e) => tab.errors.push(`uncaught exception: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    tab.errors.push(`request failed: ${short(r.url())} (${r.failure()?.errorText})`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400) tab.errors.push(`HTTP ${r.status()} for ${short(r.url())}`);
+  });
+  // Never let the print page's window.print() or anything else block.
+  await page.addInitScript(() => { window.print = () => {}; });
+  return tab;
+}
+
+// Show `rel` in the tab with every collapsible answer opened (a figure or
+// formula in an answer is checked as the reader who opens it sees it) and
+// its fonts loaded; returns the errors it caused.
+async function open(tab, origin, rel) {
+  tab.errors = [];
+  await tab.page.emulateMedia({ media: 'screen' });
+  await tab.page.goto(`${origin}/${rel}`, { waitUntil: 'load' });
+  await tab.page.evaluate(() => {
+    for (const d of document.querySelectorAll('main details')) d.open = true;
+    return document.fonts.ready.then(() => undefined);
+  });
+  return tab.errors;
+}
+
+// Everything about one rendered page that the checks need; runs inside the
+// page.
+function inspect() {
+  const problems = [];
+  const main = document.querySelector('main');
+  const clip = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 70);
+
+  // Raw math: TeX delimiters or commands left in the text a reader sees.
+  const skip = 'pre, code, script, style, textarea, noscript, .katex';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const raw = /\$\$|\\\(|\\\[|\\[a-zA-Z]+\s*[{_^]/;
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (raw.test(node.nodeValue) && !node.parentElement.closest(skip)) {
+      problems.push(`raw math left unrendered: "${clip(node.nodeValue)}"`);
+    }
+  }
+
+  // KaTeX: no error spans; its stylesheet and fonts in use.
+  const errors = document.querySelectorAll('.katex-error');
+  if (errors.length > 0) {
+    problems.push(`${errors.length} KaTeX error(s) (class katex-error), first: "${clip(errors[0].textContent)}"`);
+  }
+  const formulas = main ? main.querySelectorAll('.katex') : [];
+  if (formulas.length > 0) {
+    const family = getComputedStyle(formulas[0]).fontFamily;
+    if (!family.includes('KaTeX_Main')) {
+      problems.push(`math is not styled by KaTeX's stylesheet (font-family: ${family})`);
+    }
+    const faces = [...document.fonts].filter((f) => f.family.replace(/["']/g, '').startsWith('KaTeX_'));
+    if (!faces.some((f) => f.status === 'loaded')) {
+      problems.push('no KaTeX font loaded: the math is drawn in fallback fonts');
+    }
+    for (const f of faces.filter((f) => f.status === 'error')) {
+      problems.push(`KaTeX font ${f.family} failed to load`);
+    }
+  }
+
+  // Figures: a drawn SVG, a caption, a text alternative.
+  const figures = [];
+  for (const fig of main ? main.querySelectorAll('figure') : []) {
+    const id = fig.id || '(no id)';
+    figures.push(id);
+    const svg = fig.querySelector('svg');
+    if (!svg) {
+      problems.push(`figure ${id}: no SVG drawing`);
+    } else {
+      const box = svg.getBoundingClientRect();
+      const style = getComputedStyle(svg);
+      if (box.width < 50 || box.height < 50 || style.display === 'none'
+          || style.visibility === 'hidden' || Number(style.opacity) === 0) {
+        problems.push(`figure ${id}: the SVG is not drawn (${Math.round(box.width)}×${Math.round(box.height)} px, display ${style.display}, visibility ${style.visibility})`);
+      }
+      const shapes = [...svg.querySelectorAll('rect, path, line, polyline, polygon, circle, ellipse, text, image, use')]
+        .filter((el) => {
+          try {
+            const b = el.getBBox();
+            return b.width > 0 || b.height > 0;
+          } catch {
+            return false;
+          }
+        });
+      if (shapes.length === 0) problems.push(`figure ${id}: the SVG draws nothing (no shape has a size)`);
+      let name = (svg.getAttribute('aria-label') || '').trim();
+      for (const ref of (svg.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean)) {
+        name += (document.getElementById(ref)?.textContent || '').trim();
+      }
+      if (svg.getAttribute('role') !== 'img' || !name) {
+        problems.push(`figure ${id}: the SVG has no text alternative (role="img" with a <title> or aria-label)`);
+      }
+    }
+    const caption = fig.querySelector('figcaption');
+    if (!caption || !caption.textContent.trim()) {
+      problems.push(`figure ${id}: no caption`);
+    } else if (caption.getBoundingClientRect().height === 0) {
+      problems.push(`figure ${id}: the caption is not visible`);
+    }
+  }
+  for (const img of main ? main.querySelectorAll('img') : []) {
+    if (!img.complete || img.naturalWidth === 0) problems.push(`image ${img.getAttribute('src')} is not drawn`);
+    if (!img.hasAttribute('alt')) problems.push(`image ${img.getAttribute('src')} has no alt text`);
+  }
+
+  // Links as the browser resolves them, including those mdBook's
+  // JavaScript adds (the sidebar). A page with <base> (mdBook's 404 page)
+  // points its heading's self-link at the site root: skip those.
+  const hasBase = !!document.querySelector('base');
+  const links = [];
+  for (const el of document.querySelectorAll('[href], [src]')) {
+    if (el.tagName === 'BASE') continue;
+    for (const attr of ['href', 'src']) {
+      const value = el.getAttribute(attr);
+      if (value === null || (hasBase && value.startsWith('#'))) continue;
+      let url;
+      try {
+        url = new URL(value, document.baseURI);
+      } catch {
+        problems.push(`unparseable ${attr}="${value}"`);
+        continue;
+      }
+      links.push({ attr, value, url: url.href });
+    }
+  }
+  const h1 = main?.querySelector('h1');
+  return {
+    problems,
+    links,
+    ids: [...document.querySelectorAll('[id]')].map((e) => e.id),
+    figures,
+    formulas: formulas.length,
+    title: h1 ? h1.textContent.trim() : '',
+    headings: main ? [...main.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => h.textContent.trim()) : [],
+    text: main ? main.innerText : '',
+  };
+}
+
+// Colour contrast of figure text and captions against the page, in the
+// current theme; runs inside the page.
+function readability(minContrast) {
+  const parse = (c) => {
+    const m = /rgba?\(([^)]+)\)/.exec(c || '');
+    if (!m) return null;
+    const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 };
+  };
+  const luminance = ({ r, g, b }) => {
+    const f = (v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const contrast = (a, b) => {
+    const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
+  // The colour behind `el`: its ancestors' backgrounds, composited.
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c.a > 0) {
+        layers.push(c);
+        if (c.a >= 1) break;
+      }
+    }
+    let base = { r: 255, g: 255, b: 255 };
+    for (const c of layers.reverse()) {
+      base = {
+        r: c.r * c.a + base.r * (1 - c.a),
+        g: c.g * c.a + base.g * (1 - c.a),
+        b: c.b * c.a + base.b * (1 - c.a),
+      };
+    }
+    return base;
+  };
+  const problems = [];
+  const check = (el, colour, what) => {
+    const fg = parse(colour);
+    if (!fg || fg.a === 0) return;
+    const ratio = contrast(fg, background(el));
+    if (ratio < minContrast) {
+      problems.push(`${what} has contrast ${ratio.toFixed(2)}:1 against the page (needs ${minContrast}:1)`);
+    }
+  };
+  const main = document.querySelector('main');
+  for (const fig of main ? main.querySelectorAll('figure') : []) {
+    const id = fig.id || '(no id)';
+    const texts = [...fig.querySelectorAll('svg text')].filter((t) => t.textContent.trim());
+    const before = problems.length;
+    for (const t of texts) {
+      check(fig, getComputedStyle(t).fill, `figure ${id}: text "${t.textContent.trim()}"`);
+      if (problems.length > before) break; // one per figure is enough
+    }
+  }
+  for (const cap of main ? main.querySelectorAll('figcaption, .listing-caption, .output-caption') : []) {
+    const what = `caption ${cap.id || cap.closest('figure')?.id || '(no id)'}`;
+    check(cap, getComputedStyle(cap).color, what);
+    const label = cap.querySelector('.caption-label');
+    if (label) check(label, getComputedStyle(label).color, `${what}: its label`);
+  }
+  // Links in the text: one line per page and theme, with how many fail.
+  const before = problems.length;
+  const links = main ? [...main.querySelectorAll('a')].filter((a) => a.textContent.trim()) : [];
+  for (const a of links) check(a, getComputedStyle(a).color, `link "${a.textContent.trim().slice(0, 40)}"`);
+  const failed = problems.splice(before);
+  if (failed.length > 0) problems.push(`${failed.length} of ${links.length} links are hard to read, e.g. ${failed[0]}`);
+  return problems;
+}
+
+function normalise(text) {
+  return ` ${text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()} `;
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  const server = await serve(opts.book);
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const browser = await chromium.launch({
+    executablePath: opts.chromium,
+    headless: true,
+    args: FLAGS,
+    timeout: 60_000,
+  });
+  try {
+    await run(browser, origin);
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+async function themed(browser, theme) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context.setDefaultTimeout(60_000); // generous: the machine may be busy
+  await context.addInitScript((t) => {
+    try {
+      localStorage.setItem('mdbook-theme', t);
+    } catch {
+      // storage disabled: mdBook falls back to its default theme
+    }
+  }, theme);
+  return context;
+}
+
+// Switch the open page to `theme` the way a reader does: the theme menu.
+async function switchTheme(page, theme) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  if (!(await page.isVisible('#mdbook-theme-list'))) await page.click('#mdbook-theme-toggle');
+  await page.click(`#mdbook-theme-${theme}`);
+  const classes = await page.evaluate(() => [...document.documentElement.classList]);
+  return classes.includes(theme) ? null : `choosing the ${theme} theme did not apply it (html class: ${classes.join(' ')})`;
+}
+
+async function run(browser, origin) {
+  const pages = htmlPages(opts.book);
+  const chapters = pages.filter((p) => !NOT_CHAPTERS.has(p));
+  const figureDir = path.join(opts.screenshots, 'figures');
+  fs.mkdirSync(figureDir, { recursive: true });
+  for (const dir of [opts.screenshots, figureDir]) {
+    for (const f of fs.readdirSync(dir)) if (f.endsWith('.png')) fs.rmSync(path.join(dir, f));
+  }
+
+  // 1. Every page, opened once in the light theme: the page checks and a
+  //    screenshot. A chapter is then switched through every theme with
+  //    the theme menu: figure text and captions must stay readable, each
+  //    figure is photographed in each theme, and the whole chapter once
+  //    more in a dark theme.
+  const seen = new Map();
+  const context = await themed(browser, 'light');
+  const tab = await newTab(context, origin);
+  const { page } = tab;
+  let figureShots = 0;
+  for (const rel of pages) {
+    const errors = await open(tab, origin, rel);
+    const found = await page.evaluate(inspect);
+    seen.set(rel, found);
+    for (const p of found.problems) problem(rel, p);
+    if (chapters.includes(rel)) {
+      await page.screenshot({ path: path.join(opts.screenshots, shotName(rel, 'light')), fullPage: true });
+      const captioned = await page.evaluate(() => !!document.querySelector('main .listing-caption, main .output-caption'));
+      const themes = found.figures.length > 0 || captioned ? THEMES : [DARK];
+      for (const theme of themes) {
+        const failed = await switchTheme(page, theme);
+        if (failed) {
+          problem(rel, failed);
+          continue;
+        }
+        for (const p of await page.evaluate(readability, MIN_CONTRAST)) problem(rel, `${theme} theme: ${p}`);
+        for (const id of found.figures) {
+          const name = `${rel.replace(/\.html$/, '').replace(/\//g, '_')}--${id}-${theme}.png`;
+          await page.locator(`[id="${id}"]`).screenshot({ path: path.join(figureDir, name), style: HIDE_MENU_BAR });
+          figureShots += 1;
+        }
+        if (theme === DARK) {
+          await page.evaluate(() => window.scrollTo(0, 0));
+          await page.screenshot({ path: path.join(opts.screenshots, shotName(rel, theme)), fullPage: true });
+        }
+      }
+    }
+    if (rel === 'print.html') {
+      // The figures must survive print styles too.
+      await page.emulateMedia({ media: 'print' });
+      const sizes = await page.evaluate(() => [...document.querySelectorAll('main figure svg')]
+        .map((s) => [s.closest('figure').id, s.getBoundingClientRect().width, s.getBoundingClientRect().height]));
+      for (const [id, w, h] of sizes) {
+        if (w < 50 || h < 50) problem(rel, `figure ${id} is not drawn in print (${Math.round(w)}×${Math.round(h)} px)`);
+      }
+    }
+    for (const e of errors) problem(rel, e);
+  }
+
+  // 2. Links and anchors, as the browser resolved them.
+  for (const [rel, found] of seen) {
+    const reported = new Set();
+    for (const { attr, value, url } of found.links) {
+      const u = new URL(url);
+      if (u.origin !== origin || reported.has(value)) continue;
+      let target = decodeURIComponent(u.pathname).replace(/^\//, '');
+      if (target === '' || target.endsWith('/')) target += 'index.html';
+      if (!fs.existsSync(path.join(opts.book, target))) {
+        reported.add(value);
+        problem(rel, `broken link ${attr}="${value}": no ${target} in the book`);
+        continue;
+      }
+      const fragment = decodeURIComponent(u.hash.replace(/^#/, ''));
+      if (fragment && target.endsWith('.html') && !(seen.get(target)?.ids ?? []).includes(fragment)) {
+        reported.add(value);
+        problem(rel, `broken anchor ${attr}="${value}": no id "${fragment}" in ${target}`);
+      }
+    }
+  }
+
+  // 3. The print page holds every chapter, with its math and figures.
+  const print = seen.get('print.html');
+  if (!print) {
+    problem('print.html', 'missing: mdBook did not write the print page');
+  } else {
+    const headings = new Set(print.headings);
+    let formulas = 0;
+    const figures = [];
+    for (const rel of chapters) {
+      const ch = seen.get(rel);
+      formulas += ch.formulas;
+      figures.push(...ch.figures);
+      if (ch.title && !headings.has(ch.title)) {
+        problem('print.html', `chapter ${rel} ("${ch.title}") is missing`);
+      }
+    }
+    if (print.formulas < formulas) {
+      problem('print.html', `has ${print.formulas} formulas; the chapters have ${formulas}`);
+    }
+    const missing = figures.filter((f) => !print.figures.includes(f));
+    if (missing.length > 0) problem('print.html', `is missing figure(s) ${missing.join(', ')}`);
+  }
+
+  // 4. Search finds what the chapters say: the required terms, each
+  //    optional term that some chapter contains, and every chapter by its
+  //    title. Typed into the search bar, as a reader would.
+  const texts = new Map(chapters.map((rel) => [rel, normalise(seen.get(rel).text)]));
+  const queries = [];
+  for (const term of opts.mustFind) queries.push({ term });
+  for (const term of opts.findIfPresent) {
+    if ([...texts.values()].some((t) => t.includes(normalise(term)))) queries.push({ term });
+  }
+  for (const rel of chapters) {
+    const title = seen.get(rel).title;
+    if (title) queries.push({ term: title, page: rel });
+  }
+  const searched = [];
+  const errors = await open(tab, origin, 'index.html');
+  await page.click('#mdbook-search-toggle');
+  for (const q of queries) {
+    const where = `search "${q.term}"`;
+    await page.fill('#mdbook-searchbar', q.term);
+    await page.press('#mdbook-searchbar', 'End');
+    const shown = await page.waitForFunction(
+      (term) => (document.getElementById('mdbook-searchresults-header')?.textContent || '').includes(term),
+      q.term,
+      { timeout: 30_000 },
+    ).then(() => true, () => false);
+    if (!shown) {
+      problem(where, 'the search bar showed no results header within 30 s (does the search index load?)');
+      continue;
+    }
+    const hits = await page.evaluate(() => [...document.querySelectorAll('#mdbook-searchresults li a')]
+      .map((a) => new URL(a.getAttribute('href'), document.baseURI).pathname.replace(/^\//, '')));
+    if (q.page) {
+      if (!hits.includes(q.page)) problem(where, `does not find its chapter ${q.page}`);
+      continue;
+    }
+    const containing = [...texts].filter(([, t]) => t.includes(normalise(q.term))).map(([rel]) => rel);
+    if (containing.length === 0) {
+      problem(where, 'no chapter contains this term, so readers cannot find it');
+    } else if (!hits.some((h) => containing.includes(h))) {
+      problem(where, `finds none of the chapters that contain it (${containing.join(', ')}); ${hits.length} results`);
+    } else {
+      searched.push(q.term);
+    }
+  }
+  for (const e of errors) problem('search', e);
+  await context.close();
+
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(
+    `browser check: ${pages.length} pages, ${chapters.length} chapters, themes ${THEMES.join(' ')}, `
+    + `${figureShots} figure pictures, search for ${searched.map((t) => `"${t}"`).join(', ') || 'nothing'} `
+    + `and every chapter title; ${seconds} s`,
+  );
+  console.log(`screenshots: ${opts.screenshots}`);
+}
+
+try {
+  await main();
+} catch (e) {
+  console.error(`check.mjs: the browser check could not run: ${e.stack || e}`);
+  process.exit(2);
+}
+for (const p of problems) console.log(`problem: ${p}`);
+process.exit(problems.length > 0 ? 1 : 0);
