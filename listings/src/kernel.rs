@@ -785,7 +785,8 @@ mod tests {
         // Nearly uniform weights, yet no fixed-size state reproduces them:
         // the N × N kernel matrix has rank N, far above d + 1, the rank of
         // its large-τ limit 1 + qᵀk/τ.
-        let rows = temperature_study(&[1.0, 4.0, 16.0], 64, 8, 5);
+        // The temperatures of the chapter's table, from sharp to flat.
+        let rows = temperature_study(&[0.25, 1.0, 4.0, 16.0, 64.0], 64, 8, 5);
         for r in &rows {
             assert_eq!(r.kernel_rank, 64, "tau = {}√d", r.tau_over_sqrt_d);
         }
