@@ -151,3 +151,54 @@ pub fn train(run: &Run, mut on_eval: impl FnMut(usize, f64)) -> Outcome {
     }
 }
 // ANCHOR_END: train
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::model::{Phi, Rule};
+
+    fn tiny(layer: Layer, setting: Setting, n: usize, max_steps: usize) -> Run {
+        Run {
+            layer,
+            setting,
+            shape: Shape::paper(n, 4),
+            seed: 1,
+            budget: Budget {
+                eval_every: 100,
+                eval_episodes: 64,
+                ..Budget::paper(max_steps)
+            },
+        }
+    }
+
+    #[test]
+    fn below_capacity_a_linear_layer_learns_the_task() {
+        // n = 3 associations in a memory keyed in p = d = 4 dimensions.
+        let elu = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
+        let out = train(&tiny(elu, Setting::Distinct, 3, 3000), |_, _| {});
+        assert_eq!(out.stop, Stop::Solved, "{out:?}");
+    }
+
+    #[test]
+    fn above_capacity_it_cannot_but_a_wider_feature_map_can() {
+        // n = 12 associations: beyond p = 4 for elu+1, within p = 24 for
+        // DPFP-3 on the same keys.
+        let elu = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
+        let wide = Layer::Linear(Phi::Dpfp(3), Rule::Sum);
+        let narrow = train(&tiny(elu, Setting::Distinct, 12, 1500), |_, _| {});
+        let wider = train(&tiny(wide, Setting::Distinct, 12, 1500), |_, _| {});
+        assert!(narrow.best_loss > 0.1, "{narrow:?}");
+        assert!(wider.best_loss < narrow.best_loss / 10.0, "{wider:?}");
+    }
+
+    #[test]
+    fn training_is_deterministic() {
+        let run = tiny(Layer::Softmax, Setting::Repeated, 3, 200);
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        train(&run, |s, l| a.push((s, l)));
+        train(&run, |s, l| b.push((s, l)));
+        assert_eq!(a, b);
+        assert!(a.len() >= 2);
+    }
+}
