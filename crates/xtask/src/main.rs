@@ -7,12 +7,15 @@
 //! cargo xtask browser setup, build, then the browser check (headless chromium)
 //! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks,
 //!                     browser check, failure checks
+//! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
+//!                     rewrite listings/data/retrieval.tsv
 //! ```
 
 use std::process::ExitCode;
 use xtask::{Failure, book, root, run, setup};
 
-const USAGE: &str = "usage: cargo xtask <setup | build | serve | test>
+const USAGE: &str =
+    "usage: cargo xtask <setup | build | serve | browser | test | retrieval>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0) and
           KaTeX's stylesheet and fonts, where missing
@@ -22,7 +25,10 @@ const USAGE: &str = "usage: cargo xtask <setup | build | serve | test>
           check what a reader sees; screenshots in target/screenshots/
   test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
           the book build with its checks, the browser check, and the
-          checks' own tests";
+          checks' own tests
+  retrieval  train every model of the retrieval chapter (release mode,
+          every core, about a quarter of an hour on two cores) and rewrite
+          listings/data/retrieval.tsv, which the book's figures read";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -32,6 +38,7 @@ fn main() -> ExitCode {
         "serve" => serve(),
         "browser" => browser(),
         "test" => test(),
+        "retrieval" => retrieval(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -64,6 +71,23 @@ fn browser() -> Result<(), Failure> {
     )?;
     println!("xtask browser: {summary}");
     Ok(())
+}
+
+fn retrieval() -> Result<(), Failure> {
+    xtask::step("retraining the retrieval sweep (cargo run --release)");
+    run(
+        "cargo",
+        &[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "listings",
+            "--example",
+            "retrieval_sweep",
+        ],
+        &root(),
+    )
 }
 
 fn serve() -> Result<(), Failure> {
