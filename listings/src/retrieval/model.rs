@@ -562,6 +562,57 @@ mod tests {
     }
 
     #[test]
+    fn sum_rule_read_is_causal_linear_attention_at_the_query() {
+        use crate::fast_weights::linear_attention_recurrent;
+        use crate::feature_maps::map_rows;
+        for seed in 0..5 {
+            for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
+                let mut rng = seeded(seed);
+                let (n, d, len) = (5, 4, 7);
+                let keys: Vec<Array1<f64>> = (0..len)
+                    .map(|_| randn(&mut rng, 1, d).row(0).to_owned())
+                    .collect();
+                let values: Vec<usize> =
+                    (0..len).map(|t| (t * 3 + 1) % n).collect();
+                let q = randn(&mut rng, 1, d).row(0).to_owned();
+                let omega = Array2::zeros((d, 0));
+                let (y_hat, _) = sum_read(phi, &keys, &values, &q, n, &omega);
+                // The same memory as a sequence: queries are the keys but
+                // for the last position, which asks with q.
+                let mut q_rows = Array2::zeros((len, d));
+                let mut k_rows = Array2::zeros((len, d));
+                for t in 0..len {
+                    k_rows.row_mut(t).assign(&keys[t]);
+                    q_rows.row_mut(t).assign(if t + 1 == len {
+                        &q
+                    } else {
+                        &keys[t]
+                    });
+                }
+                let v_rows = Array2::from_shape_fn((len, n), |(t, i)| {
+                    if values[t] == i { 1.0 } else { 0.0 }
+                });
+                let f = |x: &ndarray::ArrayRef2<f64>| {
+                    map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
+                };
+                let o = linear_attention_recurrent(
+                    &f(&q_rows),
+                    &f(&k_rows),
+                    &v_rows,
+                )
+                .unwrap();
+                // Equal but for EPS in the training read's denominator,
+                // which moves ŷ by about EPS / (zᵀφ(q)).
+                approx::assert_relative_eq!(
+                    y_hat.view(),
+                    o.row(len - 1),
+                    max_relative = 1e-3
+                );
+            }
+        }
+    }
+
+    #[test]
     fn write_strength_gets_no_gradient_outside_the_delta_rule() {
         for layer in [LAYERS[0], LAYERS[1], LAYERS[3], LAYERS[9]] {
             let shape = Shape { n: 4, d: 4, e: 5 };

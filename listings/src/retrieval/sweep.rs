@@ -222,3 +222,83 @@ pub const COMMITTED: &str = include_str!("../../data/retrieval.tsv");
 pub fn committed() -> (Vec<String>, Vec<Record>) {
     parse_tsv(COMMITTED).expect("listings/data/retrieval.tsv is well formed")
 }
+
+/// The runs of one layer in one setting, in order of n.
+pub fn series<'a>(
+    records: &'a [Record],
+    setting: Setting,
+    layer: &str,
+) -> Vec<&'a Record> {
+    let mut out: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.setting == setting.name() && r.layer == layer)
+        .collect();
+    out.sort_by_key(|r| r.n);
+    out
+}
+
+// ANCHOR: capacity
+/// The largest n up to which every run of `layer` solved the task
+/// (0 if the smallest n already failed).
+pub fn capacity(records: &[Record], setting: Setting, layer: &str) -> usize {
+    series(records, setting, layer)
+        .iter()
+        .take_while(|r| r.solved())
+        .last()
+        .map_or(0, |r| r.n)
+}
+// ANCHOR_END: capacity
+
+/// What the chapter prints about the sweep: how it was made, and the
+/// capacity of every layer in each setting.
+pub struct Summary {
+    pub comments: Vec<String>,
+    pub records: Vec<Record>,
+}
+
+impl Summary {
+    /// The summary of the committed data file.
+    pub fn committed() -> Summary {
+        let (comments, records) = committed();
+        Summary { comments, records }
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in &self.comments {
+            writeln!(f, "{c}")?;
+        }
+        let settings = [
+            (Setting::Distinct, setting1_layers(), &SETTING1_KEYS[..]),
+            (Setting::Repeated, setting2_layers(), &SETTING2_KEYS[..]),
+        ];
+        for (setting, layers, keys) in settings {
+            writeln!(
+                f,
+                "\n{} (n = {:?}, d = {D}, at most {MAX_STEPS} steps):",
+                setting.name(),
+                keys
+            )?;
+            writeln!(
+                f,
+                "{:>14} {:>4} {:>14} {:>18}",
+                "layer", "p", "solves n up to", "best loss at n max"
+            )?;
+            for layer in layers {
+                let name = layer.name();
+                let runs = series(&self.records, setting, &name);
+                let last = runs.last().map_or(f64::NAN, |r| r.best_loss);
+                writeln!(
+                    f,
+                    "{:>14} {:>4} {:>14} {:>18.4}",
+                    name,
+                    layer.width(D),
+                    capacity(&self.records, setting, &name),
+                    last
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
