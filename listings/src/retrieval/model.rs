@@ -581,13 +581,10 @@ mod tests {
                 // for the last position, which asks with q.
                 let mut q_rows = Array2::zeros((len, d));
                 let mut k_rows = Array2::zeros((len, d));
-                for t in 0..len {
-                    k_rows.row_mut(t).assign(&keys[t]);
-                    q_rows.row_mut(t).assign(if t + 1 == len {
-                        &q
-                    } else {
-                        &keys[t]
-                    });
+                for (t, key) in keys.iter().enumerate() {
+                    k_rows.row_mut(t).assign(key);
+                    let last = t + 1 == len;
+                    q_rows.row_mut(t).assign(if last { &q } else { key });
                 }
                 let v_rows = Array2::from_shape_fn((len, n), |(t, i)| {
                     if values[t] == i { 1.0 } else { 0.0 }
