@@ -13,7 +13,9 @@ pub use rand;
 pub use rand_chacha;
 
 pub mod attention;
+pub mod capacity;
 pub mod cost;
+pub mod delta;
 pub mod fast_weights;
 pub mod feature_maps;
 pub mod input;

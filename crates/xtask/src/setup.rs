@@ -4,6 +4,7 @@
 use crate::{Failure, capture, root, run, step};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// mdBook and its KaTeX preprocessor, at the versions the book is built
 /// with (mdbook-katex 0.9 does not work with mdBook 0.5).
@@ -115,11 +116,26 @@ pub fn chromium() -> Result<PathBuf, Failure> {
         )));
     }
     step("installing Debian's chromium for the browser check (apt-get, once)");
+    let apt = |args: &[&str]| -> Result<(), Failure> {
+        let status = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| Failure(format!("could not start apt-get: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Failure(format!(
+                "`apt-get {}` failed ({status})",
+                args.join(" ")
+            )))
+        }
+    };
     let install = ["install", "-y", "chromium", "fonts-dejavu-core"];
-    let installed = run("apt-get", &install, &root()).or_else(|_| {
+    let installed = apt(&install).or_else(|_| {
         step("apt-get update, then the install again");
-        run("apt-get", &["update"], &root())?;
-        run("apt-get", &install, &root())
+        apt(&["update"])?;
+        apt(&install)
     });
     match (installed, on_path("chromium")) {
         (Ok(()), Some(found)) => Ok(found),
