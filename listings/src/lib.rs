@@ -18,6 +18,7 @@ pub mod cost;
 pub mod delta;
 pub mod fast_weights;
 pub mod feature_maps;
+pub mod fwp;
 pub mod input;
 pub mod kernel;
 pub mod outputs;
