@@ -4,9 +4,12 @@
 //!
 //! Chapter "Delete the softmax" uses elu+1 (Katharopoulos et al. 2020).
 
+use crate::capacity::orthonormal_keys;
+use crate::random::standard_normal;
 use ndarray::{
     Array, Array1, Array2, ArrayRef, ArrayRef1, ArrayRef2, Dimension,
 };
+use rand::Rng;
 
 // ANCHOR: elu_plus_one
 /// φ(x) = elu(x) + 1, entry by entry: x + 1 for x > 0, eˣ for x ≤ 0.
@@ -66,6 +69,26 @@ pub fn favor_plus(x: &ArrayRef1<f64>, omega: &ArrayRef2<f64>) -> Array1<f64> {
         .collect()
 }
 // ANCHOR_END: favor_plus
+
+// ANCHOR: favor_projection
+/// FAVOR+'s random projection Ω: (d, r) with orthogonal columns
+/// (Choromanski et al. 2021): blocks of up to d orthonormal directions,
+/// each rescaled to the length of a fresh N(0, I_d) vector, so that every
+/// column on its own is distributed as N(0, I_d).
+pub fn favor_projection(rng: &mut impl Rng, d: usize, r: usize) -> Array2<f64> {
+    let mut omega = Array2::zeros((d, r));
+    for start in (0..r).step_by(d.max(1)) {
+        let cols = (r - start).min(d);
+        let block = orthonormal_keys(rng, cols, d); // (cols, d)
+        for (c, direction) in block.rows().into_iter().enumerate() {
+            let g = Array1::from_shape_simple_fn(d, || standard_normal(rng));
+            let length = g.dot(&g).sqrt();
+            omega.column_mut(start + c).assign(&(&direction * length));
+        }
+    }
+    omega
+}
+// ANCHOR_END: favor_projection
 
 // ANCHOR: map_rows
 /// Apply a feature map of one vector to every row of x: (N, d) → (N, p).
@@ -175,6 +198,183 @@ mod dpfp_favor_tests {
         assert_eq!(phi.dim(), (5, 12));
         for t in 0..5 {
             assert_eq!(phi.row(t), dpfp(&x.row(t), 2));
+        }
+    }
+}
+
+#[cfg(test)]
+mod feature_map_claims {
+    use super::*;
+    use crate::random::{randn, seeded};
+    use ndarray::array;
+
+    /// Mean and standard error of φ(q)ᵀφ(k) over `draws` projections.
+    fn favor_mean_and_error(
+        q: &Array1<f64>,
+        k: &Array1<f64>,
+        r: usize,
+        draws: usize,
+        orthogonal: bool,
+        seed: u64,
+    ) -> (f64, f64) {
+        let mut rng = seeded(seed);
+        let d = q.len();
+        let estimates: Vec<f64> = (0..draws)
+            .map(|_| {
+                let omega = if orthogonal {
+                    favor_projection(&mut rng, d, r)
+                } else {
+                    randn(&mut rng, d, r)
+                };
+                favor_plus(q, &omega).dot(&favor_plus(k, &omega))
+            })
+            .collect();
+        let n = draws as f64;
+        let mean = estimates.iter().sum::<f64>() / n;
+        let var = estimates.iter().map(|e| (e - mean).powi(2)).sum::<f64>()
+            / (n - 1.0);
+        (mean, (var / n).sqrt())
+    }
+
+    #[test]
+    fn favor_plus_is_an_unbiased_estimate_of_exp_q_dot_k() {
+        // Over many draws of Ω the mean estimate must sit within four
+        // standard errors of exp(qᵀk); a biased map (say, one missing the
+        // −‖x‖²/2) lands many standard errors away.
+        for seed in 0..5 {
+            for (d, r) in [(2, 1), (4, 8), (8, 16)] {
+                let mut rng = seeded(100 + seed);
+                // q and k of length 0.8, at a random angle.
+                let mut draw = || {
+                    let x = randn(&mut rng, 1, d).row(0).to_owned();
+                    &x * (0.8 / x.dot(&x).sqrt())
+                };
+                let (q, k) = (draw(), draw());
+                let exact = q.dot(&k).exp();
+                for orthogonal in [false, true] {
+                    let (mean, se) =
+                        favor_mean_and_error(&q, &k, r, 4000, orthogonal, seed);
+                    assert!(
+                        (mean - exact).abs() < 4.0 * se,
+                        "d {d} r {r} seed {seed}: {mean} vs {exact} ± {se}"
+                    );
+                    assert!(se < 0.05 * exact, "too few draws to tell");
+                    // Without the −‖x‖²/2 the estimate is off by the factor
+                    // exp((‖q‖² + ‖k‖²)/2), far outside the same band.
+                    let lift = ((q.dot(&q) + k.dot(&k)) / 2.0).exp();
+                    assert!((mean * lift - exact).abs() > 4.0 * se * lift);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn favor_projection_is_orthogonal_within_blocks_of_d() {
+        for seed in 0..5 {
+            for (d, r) in [(4, 4), (4, 10), (8, 3)] {
+                let omega = favor_projection(&mut seeded(seed), d, r);
+                assert_eq!(omega.dim(), (d, r));
+                for a in 0..r {
+                    for b in a + 1..r {
+                        if a / d == b / d {
+                            let dot = omega.column(a).dot(&omega.column(b));
+                            assert!(dot.abs() < 1e-10, "columns {a}, {b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_splits_the_plane_into_four_regions_each_lighting_one_feature() {
+        // ν = 1, d = 2: x̃ = [x₁⁺, x₂⁺, x₁⁻, x₂⁻] and φ_i = x̃_i x̃_{i−1}:
+        // quadrant I lights φ₁, II φ₂, III φ₃, IV φ₀.
+        let quadrants = [((1.0, 1.0), 1), ((-1.0, 1.0), 2), ((-1.0, -1.0), 3)];
+        let quadrants = [quadrants.as_slice(), &[((1.0, -1.0), 0)]].concat();
+        for seed in 0..20 {
+            let mut rng = seeded(seed);
+            let sizes = randn(&mut rng, 4, 2).mapv(f64::abs);
+            let mut lit = Vec::new();
+            for (i, &((s1, s2), feature)) in quadrants.iter().enumerate() {
+                let x = array![s1 * sizes[[i, 0]], s2 * sizes[[i, 1]]];
+                let phi = dpfp(&x, 1);
+                assert_eq!(phi.len(), 4);
+                let on: Vec<usize> = (0..4).filter(|&j| phi[j] > 0.0).collect();
+                assert_eq!(on, vec![feature], "x = {x}");
+                assert_eq!(phi[feature], x[0].abs() * x[1].abs());
+                lit.push(phi);
+            }
+            // Points in different quadrants have orthogonal features.
+            for a in 0..4 {
+                for b in a + 1..4 {
+                    assert_eq!(lit[a].dot(&lit[b]), 0.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_lights_at_most_half_of_its_features() {
+        // x̃ has one non-zero entry per pair (x_i⁺, x_i⁻), so d of its 2d
+        // entries; each block x̃ ⊙ roll(x̃, j) is non-zero at most there.
+        for seed in 0..20 {
+            for (d, nu) in [(2, 1), (8, 1), (8, 3), (64, 2)] {
+                let x = randn(&mut seeded(seed), 1, d).row(0).to_owned();
+                let phi = dpfp(&x, nu);
+                let lit = phi.iter().filter(|&&f| f > 0.0).count();
+                assert!(2 * lit <= phi.len(), "d {d} ν {nu}: {lit}");
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_differs_from_the_minus_relu_variant_in_sign_and_in_what_it_lights()
+    {
+        // The variant x̃ = [relu(x), −relu(x)] some code uses: its products
+        // can be negative, and a vector with no positive entry lights nothing.
+        let wrong = |x: &Array1<f64>, nu: usize| {
+            let d = x.len();
+            let xt: Vec<f64> = x
+                .iter()
+                .map(|v| v.max(0.0))
+                .chain(x.iter().map(|v| -v.max(0.0)))
+                .collect();
+            let m = 2 * d;
+            Array1::from_shape_fn(nu * m, |f| {
+                let (j, i) = (f / m + 1, f % m);
+                xt[i] * xt[(i + m - j) % m]
+            })
+        };
+        let mut negative_seen = false;
+        for seed in 0..20 {
+            let x = randn(&mut seeded(seed), 1, 8).row(0).to_owned();
+            assert!(dpfp(&x, 2).iter().all(|&f| f >= 0.0));
+            negative_seen |= wrong(&x, 2).iter().any(|&f| f < 0.0);
+            let negative = x.mapv(|v| -v.abs() - 0.1);
+            assert!(wrong(&negative, 2).iter().all(|&f| f == 0.0));
+            assert!(dpfp(&negative, 2).iter().any(|&f| f > 0.0));
+        }
+        assert!(negative_seen, "the wrong variant makes negative features");
+    }
+
+    #[test]
+    fn dpfp_one_is_all_zero_only_for_odd_width_with_alternating_signs() {
+        // ν = 1 multiplies neighbours of x̃; they can all miss each other
+        // only when the signs of x alternate around an odd-length cycle.
+        let odd = array![1.0, -2.0, 0.5];
+        assert!(dpfp(&odd, 1).iter().all(|&f| f == 0.0));
+        assert!(dpfp(&odd, 2).iter().any(|&f| f > 0.0));
+        let even = array![1.0, -2.0, 0.5, -1.0];
+        assert!(dpfp(&even, 1).iter().any(|&f| f > 0.0));
+        // Every sign pattern of an even width lights at least one feature.
+        for d in [2, 4, 8] {
+            for pattern in 0..(1u32 << d) {
+                let x = Array1::from_shape_fn(d, |i| {
+                    if pattern >> i & 1 == 1 { 1.0 } else { -1.0 }
+                });
+                assert!(dpfp(&x, 1).iter().any(|&f| f > 0.0), "{x}");
+            }
         }
     }
 }
