@@ -14,7 +14,6 @@ pub use rand_chacha;
 
 pub mod attention;
 pub mod capacity;
-pub mod capacity_probe;
 pub mod cost;
 pub mod delta;
 pub mod fast_weights;
@@ -22,10 +21,7 @@ pub mod feature_maps;
 pub mod fwp;
 pub mod input;
 pub mod kernel;
-pub mod normaliser;
 pub mod outputs;
 pub mod random;
 pub mod retrieval;
-pub mod schedules;
 pub mod summary;
-pub mod walkthrough;
