@@ -147,7 +147,10 @@ async function newTab(context, origin) {
   });
   page.on('pageerror', (e) => tab.errors.push(`uncaught exception: ${e.message}`));
   page.on('requestfailed', (r) => {
-    tab.errors.push(`request failed: ${short(r.url())} (${r.failure()?.errorText})`);
+    // ERR_ABORTED: the tab moved on to the next page before this finished
+    // loading (a favicon, say); nothing a reader would see.
+    const why = r.failure()?.errorText || '';
+    if (!why.includes('ERR_ABORTED')) tab.errors.push(`request failed: ${short(r.url())} (${why})`);
   });
   page.on('response', (r) => {
     if (r.status() >= 400) tab.errors.push(`HTTP ${r.status()} for ${short(r.url())}`);
@@ -397,12 +400,14 @@ async function themed(browser, theme) {
   return context;
 }
 
-// Switch the open page to `theme` the way a reader does: the theme menu.
+// Switch the open page to `theme` through mdBook's theme menu (its own
+// click handlers, without waiting for the pointer as a real click would).
 async function switchTheme(page, theme) {
-  await page.evaluate(() => window.scrollTo(0, 0));
-  if (!(await page.isVisible('#mdbook-theme-list'))) await page.click('#mdbook-theme-toggle');
-  await page.click(`#mdbook-theme-${theme}`);
-  const classes = await page.evaluate(() => [...document.documentElement.classList]);
+  const classes = await page.evaluate((t) => {
+    document.getElementById('mdbook-theme-toggle').click();
+    document.getElementById(`mdbook-theme-${t}`).click();
+    return [...document.documentElement.classList];
+  }, theme);
   return classes.includes(theme) ? null : `choosing the ${theme} theme did not apply it (html class: ${classes.join(' ')})`;
 }
 
@@ -442,8 +447,11 @@ async function run(browser, origin) {
         }
         for (const p of await page.evaluate(readability, MIN_CONTRAST)) problem(rel, `${theme} theme: ${p}`);
         for (const id of found.figures) {
+          const figure = page.locator(`[id="${id}"]`);
+          const box = await figure.boundingBox();
+          if (!box || box.width < 1 || box.height < 1) continue; // reported above
           const name = `${rel.replace(/\.html$/, '').replace(/\//g, '_')}--${id}-${theme}.png`;
-          await page.locator(`[id="${id}"]`).screenshot({ path: path.join(figureDir, name), style: HIDE_MENU_BAR });
+          await figure.screenshot({ path: path.join(figureDir, name), style: HIDE_MENU_BAR });
           figureShots += 1;
         }
         if (theme === DARK) {
@@ -529,7 +537,7 @@ async function run(browser, origin) {
     // Type until results show: keystrokes before the search index has
     // loaded are dropped by mdBook's searcher.
     let shown = false;
-    for (let waited = 0; !shown && waited < 30_000; waited += 2_000) {
+    for (let waited = 0; !shown && waited < 10_000; waited += 2_000) {
       await page.fill('#mdbook-searchbar', '');
       await page.fill('#mdbook-searchbar', q.term);
       await page.press('#mdbook-searchbar', 'End');
@@ -540,7 +548,7 @@ async function run(browser, origin) {
       ).then(() => true, () => false);
     }
     if (!shown) {
-      problem(where, 'the search bar showed no results within 30 s (does the search index load?); '
+      problem(where, 'the search bar showed no results within 10 s (does the search index load?); '
         + 'the other searches were skipped');
       break;
     }
@@ -577,5 +585,8 @@ try {
   console.error(`check.mjs: the browser check could not run: ${e.stack || e}`);
   process.exit(2);
 }
-for (const p of problems) console.log(`problem: ${p}`);
+// The same problem once, with a count (an exception in a handler repeats).
+const counts = new Map();
+for (const p of problems) counts.set(p, (counts.get(p) || 0) + 1);
+for (const [p, n] of counts) console.log(`problem: ${p}${n > 1 ? ` (${n} times)` : ''}`);
 process.exit(problems.length > 0 ? 1 : 0);

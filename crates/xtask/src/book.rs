@@ -206,11 +206,16 @@ fn figure_problems(html: &str, tags: &[Tag]) -> Vec<String> {
         }
         let Some(svg) = svg else { continue };
         let label = svg.attr("aria-label").unwrap_or_default().trim();
+        // Like a browser, look the label up in the whole page: on the print
+        // page mdBook renames the ids of a figure shown in two chapters
+        // (`-1`) but not the aria-labelledby that points at its <title>,
+        // which then names the first copy's title, with the same words.
+        let all: Vec<&Tag> = tags.iter().collect();
         let labelled_by = svg.attr("aria-labelledby").and_then(|target| {
-            let at = inside
+            let at = all
                 .iter()
                 .position(|t| !t.closing && t.attr("id") == Some(target))?;
-            element_text(html, &inside, at)
+            element_text(html, &all, at)
         });
         let has_alt =
             !label.is_empty() || labelled_by.is_some_and(|t| !t.is_empty());
