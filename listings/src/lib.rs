@@ -14,10 +14,12 @@ pub use rand_chacha;
 
 pub mod attention;
 pub mod capacity;
+pub mod capacity_sweep;
 pub mod cost;
 pub mod delta;
 pub mod fast_weights;
 pub mod feature_maps;
+pub mod feature_study;
 pub mod fwp;
 pub mod input;
 pub mod kernel;

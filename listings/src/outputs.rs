@@ -14,6 +14,88 @@ pub struct Output {
 /// Every output the book can show, by name.
 pub const ALL: &[Output] = &[
     Output {
+        name: "fwp-equivalence",
+        run: || {
+            let rows = crate::fwp::equivalence_study(&[1, 12, 100, 300], 3);
+            crate::fwp::EquivalenceTable { seeds: 3, rows }.to_string()
+        },
+    },
+    Output {
+        name: "capacity-boundary",
+        run: || {
+            let ns = [1, 4, 7, 8, 9, 10, 12, 16];
+            let rows = crate::capacity::boundary_study(8, &ns, 0);
+            crate::capacity::BoundaryTable {
+                d: 8,
+                seed: 0,
+                rows,
+            }
+            .to_string()
+        },
+    },
+    Output {
+        name: "capacity-crosstalk",
+        run: || {
+            let ns = [1, 2, 4, 8, 16, 17, 24, 32, 64];
+            let rows = crate::capacity::crosstalk_study(16, &ns, 10);
+            let (d, seeds) = (16, 10);
+            crate::capacity::CrosstalkTable { d, seeds, rows }.to_string()
+        },
+    },
+    Output {
+        name: "delta-appendix-a",
+        run: || {
+            let rows = crate::delta::appendix_a_study(&[0.0, 0.3, 0.7, 1.0], 0);
+            crate::delta::AppendixATable(rows).to_string()
+        },
+    },
+    Output {
+        name: "delta-chunkwise",
+        run: || {
+            let cases = [(1, 1), (7, 3), (64, 16), (100, 16), (257, 64)];
+            let rows = crate::delta::chunkwise_study(&cases, 3);
+            crate::delta::ChunkTable { seeds: 3, rows }.to_string()
+        },
+    },
+    Output {
+        name: "feature-map-table",
+        run: || {
+            use crate::feature_study::{
+                MapTable, TABLE_MAPS, feature_map_table,
+            };
+            let rows = feature_map_table(&TABLE_MAPS, 64, 50);
+            MapTable {
+                d: 64,
+                inputs: 50,
+                rows,
+            }
+            .to_string()
+        },
+    },
+    Output {
+        name: "favor-spread",
+        run: || {
+            use crate::feature_study::*;
+            let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+            SpreadTable(rows).to_string()
+        },
+    },
+    Output {
+        name: "capacity-sweep",
+        run: || {
+            let curves = crate::capacity_sweep::capacity_sweep();
+            crate::capacity_sweep::CapacityTable(curves).to_string()
+        },
+    },
+    Output {
+        name: "capacity-setting2",
+        run: || {
+            use crate::capacity_sweep::{SETTING2_NS, Setting2Table};
+            let rows = crate::capacity_sweep::setting2_study(&SETTING2_NS);
+            Setting2Table(rows).to_string()
+        },
+    },
+    Output {
         name: "attention-walkthrough",
         run: || attention::walkthrough_report().to_string(),
     },
