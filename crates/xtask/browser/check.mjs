@@ -426,11 +426,9 @@ async function run(browser, origin) {
   //    figure is photographed in each theme, and the whole chapter once
   //    more in a dark theme.
   const seen = new Map();
-  const context = await themed(browser, 'light');
-  const tab = await newTab(context, origin);
-  const { page } = tab;
   let figureShots = 0;
-  for (const rel of pages) {
+  const visit = async (tab, rel) => {
+    const { page } = tab;
     const errors = await open(tab, origin, rel);
     const found = await page.evaluate(inspect);
     seen.set(rel, found);
@@ -470,7 +468,20 @@ async function run(browser, origin) {
       }
     }
     for (const e of errors) problem(rel, e);
-  }
+  };
+  // Two tabs at a time, one per core; each in its own context, so that one
+  // tab's theme (kept in localStorage) never reaches the other.
+  const queue = [...pages];
+  const contexts = [];
+  await Promise.all([0, 1].map(async () => {
+    const context = await themed(browser, 'light');
+    contexts.push(context);
+    const tab = await newTab(context, origin);
+    while (queue.length > 0) await visit(tab, queue.shift());
+  }));
+  const context = contexts[0];
+  const tab = await newTab(context, origin);
+  const { page } = tab;
 
   // 2. Links and anchors, as the browser resolved them.
   for (const [rel, found] of seen) {
@@ -568,7 +579,7 @@ async function run(browser, origin) {
     }
   }
   for (const e of errors) problem('search', e);
-  await context.close();
+  for (const c of contexts) await c.close();
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
