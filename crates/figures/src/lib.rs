@@ -8,6 +8,7 @@ mod heatmap;
 mod lines;
 mod memory;
 mod rank;
+mod paper;
 mod style;
 mod taylor;
 
@@ -27,6 +28,52 @@ pub const ALL: &[Figure] = &[
     Figure {
         name: "causal-attention-heatmap",
         caption: "Causal softmax attention weights of the running example: \
+    Figure {
+        name: "capacity-crosstalk",
+        caption: "The sum rule's recall error as associations pile up: RMS of \
+            ‖S k_i − v_i‖ / ‖v_i‖ over all n stored pairs, unit values. With \
+            random unit keys the error grows from the second association on, \
+            along √((n − 1)/d) (dashed); keys that are orthonormal while they \
+            fit recall exactly up to n = d and then join the random ones.",
+        alt: "A line chart of recall error against n from 1 to 128, for \
+            widths 16 and 64. The random-key lines rise from zero like \
+            square-root curves, the one for width 16 steeper, each on top \
+            of its dashed prediction. The orthonormal-key lines lie on zero \
+            until n equals the width, then jump up and approach the \
+            random-key lines.",
+        render: paper::capacity_crosstalk,
+    },
+    Figure {
+        name: "favor-spread",
+        caption: "How far FAVOR+'s estimate of exp(qᵀk) strays from it, \
+            relative to exp(qᵀk), over many draws of the random projection, \
+            against the number of random features r, on log-log axes. With \
+            independent Gaussian entries the spread follows its exact value \
+            √(2/r) sinh(‖q + k‖²/2) (dashed), halving when r grows \
+            fourfold; orthogonal random features spread less.",
+        alt: "A log-log chart with r from 1 to 64. The measured spread for \
+            independent projections falls in a straight line of slope one \
+            half, on top of a dashed line; the spread for orthogonal \
+            projections lies below it from r = 2 on.",
+        render: paper::favor_spread_figure,
+    },
+    Figure {
+        name: "capacity-sweep",
+        caption: "Recall error of random associations against their number n, \
+            per feature map (colour follows p; circles elu+1, squares DPFP, \
+            crosses FAVOR+), keys of width d = 8 mapped \
+            by φ and scaled to unit length. Top: the sum rule. Middle: one \
+            pass of the delta rule with β = 1. Bottom: the delta rule \
+            writing the same associations again and again; its error stays \
+            near zero longer the larger p is.",
+        alt: "Three stacked line charts of error against n from 1 to 80, six \
+            lines each. Top: every line rises at once and keeps rising \
+            past 1. Middle: the lines rise at once but more slowly, \
+            levelling near 1. Bottom: the lines stay near zero for a while \
+            and then rise: elu+1, DPFP-1 and the FAVOR+ lines early, DPFP-2 \
+            later, DPFP-3 last.",
+        render: paper::capacity_sweep_figure,
+    },
               row t holds how query t spreads its attention over keys \
               j ≤ t. The empty upper triangle is the future, weight 0.",
         alt: "A 12 by 12 grid of coloured squares filling the lower triangle \
