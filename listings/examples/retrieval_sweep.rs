@@ -36,6 +36,7 @@ fn main() {
     });
     eprintln!();
     let minutes = start.elapsed().as_secs_f64() / 60.0;
+    let cpu = cpu_minutes();
     let records: Vec<Record> = runs
         .iter()
         .zip(&outcomes)
@@ -44,7 +45,11 @@ fn main() {
     let comments = vec![
         "Results of the synthetic retrieval sweep (Schlag et al. 2021, §6.1), scaled down.".to_string(),
         "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
-        format!("Machine: {} ({threads} threads); {:.1} minutes.", cpu_name(), minutes),
+        format!(
+            "Machine: {} ({threads} threads); {minutes:.1} minutes wall clock, {}.",
+            cpu_name(),
+            cpu.map_or("CPU time unknown".to_string(), |c| format!("{c:.1} minutes of CPU time")),
+        ),
         format!("Date: {}", today()),
     ];
     std::fs::write(&out, to_tsv(&comments, &records))
@@ -54,6 +59,18 @@ fn main() {
         out.display(),
         records.len()
     );
+}
+
+/// CPU time used by this process so far, in minutes (Linux: /proc/self/stat,
+/// user + system time in clock ticks of 1/100 s).
+fn cpu_minutes() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) / 100.0 / 60.0)
 }
 
 /// The processor's model name, from /proc/cpuinfo where there is one.

@@ -160,6 +160,10 @@ pub const ALL: &[Output] = &[
             fast_weights::AgreementTable { seeds: 5, rows }.to_string()
         },
     },
+    Output {
+        name: "retrieval-summary",
+        run: || crate::retrieval::sweep::Summary::committed().to_string(),
+    },
 ];
 
 /// Sequence lengths of the cost tables of "Why attention is expensive".

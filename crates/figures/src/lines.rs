@@ -6,12 +6,13 @@ use plotters::prelude::*;
 
 /// Okabe–Ito colours of middle lightness, distinct for readers with
 /// colour-vision deficiencies and visible on white and on near-black.
-pub const PALETTE: [RGBColor; 5] = [
+pub const PALETTE: [RGBColor; 6] = [
     RGBColor(230, 159, 0),   // orange
     RGBColor(86, 180, 233),  // sky blue
     RGBColor(0, 158, 115),   // bluish green
     RGBColor(213, 94, 0),    // vermillion
     RGBColor(204, 121, 167), // reddish purple
+    RGBColor(0, 114, 178),   // blue
 ];
 
 /// Unicode superscript digits for an integer exponent: 12 → "¹²".

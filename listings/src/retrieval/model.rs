@@ -327,7 +327,7 @@ pub fn episode_loss(
 
 /// What a read returns: ŷ, and a function from dL/dŷ to the gradients
 /// with respect to the keys, the query and (delta rule) the write strengths.
-type Read<'a> = (
+pub type Read<'a> = (
     Array1<f64>,
     Box<
         dyn Fn(
@@ -375,7 +375,11 @@ fn softmax_read<'a>(
 /// ε in the sum rule's denominator, as in the paper's reference code.
 pub const EPS: f64 = 1e-6;
 
-fn sum_read<'a>(
+// ANCHOR: sum_read
+/// The sum rule's read at the query, and its backward pass in closed form:
+/// with a = W φ(q) and s = zᵀφ(q) + ε, ŷ = a / s, so da = g / s,
+/// ds = −g·ŷ / s, and each φ(k_t) gets φ(q) (da[v_t] + ds).
+pub fn sum_read<'a>(
     phi: Phi,
     keys: &'a [Array1<f64>],
     values: &'a [usize],
@@ -413,6 +417,7 @@ fn sum_read<'a>(
     };
     (y_hat, Box::new(back))
 }
+// ANCHOR_END: sum_read
 
 /// x / Σ x, and its backward: d(x/Σx) = (dk̄ − (dk̄·k̄)) / Σx.
 fn sum_normalise(x: &Array1<f64>) -> Array1<f64> {
@@ -427,8 +432,12 @@ fn sum_normalise_back(
     (g - g.dot(x_bar)) / x.sum()
 }
 
+// ANCHOR: delta_read
+/// The delta rule's read at the query, and its backward pass: the forward
+/// pass keeps every W_t; the backward pass walks t from L down to 1 with
+/// G = dL/dW_t, using W_t = W_{t−1} (I − β_t k̄_t k̄_tᵀ) + β_t v_t k̄_tᵀ.
 #[allow(clippy::too_many_arguments)]
-fn delta_read<'a>(
+pub fn delta_read<'a>(
     phi: Phi,
     keys: &'a [Array1<f64>],
     values: &'a [usize],
@@ -490,6 +499,7 @@ fn delta_read<'a>(
     };
     (y_hat, Box::new(back))
 }
+// ANCHOR_END: delta_read
 
 #[cfg(test)]
 mod tests {
@@ -607,6 +617,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn softmax_and_the_sum_rule_ignore_the_order_of_pairs_and_delta_does_not() {
+        // Setting 2 asks for the latest value of a key. A read that cannot
+        // tell the order of the pairs cannot know which value is latest.
+        let shape = Shape { n: 4, d: 4, e: 5 };
+        let phi = Phi::EluPlusOne;
+        let mut delta_moved = 0;
+        for seed in 0..20 {
+            let mut rng = seeded(seed);
+            let params = Params::init(&mut rng, shape);
+            let omega = Array2::zeros((4, 0));
+            for e in episodes(seed, 5, shape.n, Setting::Repeated) {
+                let mut reversed = e.clone();
+                reversed.keys.reverse();
+                reversed.values.reverse();
+                let loss = |layer, e: &Episode| {
+                    episode_loss(&params, layer, e, &omega, None)
+                };
+                for layer in [Layer::Softmax, Layer::Linear(phi, Rule::Sum)] {
+                    let (a, b) = (loss(layer, &e), loss(layer, &reversed));
+                    assert!((a - b).abs() <= 1e-12 * a.abs().max(1.0));
+                }
+                let delta = Layer::Linear(phi, Rule::Delta);
+                if (loss(delta, &e) - loss(delta, &reversed)).abs() > 1e-6 {
+                    delta_moved += 1;
+                }
+            }
+        }
+        assert!(
+            delta_moved >= 90,
+            "the delta rule saw the order {delta_moved} times"
+        );
     }
 
     #[test]

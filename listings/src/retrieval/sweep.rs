@@ -302,3 +302,119 @@ impl std::fmt::Display for Summary {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::train::Outcome;
+
+    fn data() -> Vec<Record> {
+        committed().1
+    }
+
+    fn cap(setting: Setting, layer: Layer) -> usize {
+        capacity(&data(), setting, &layer.name())
+    }
+
+    #[test]
+    fn committed_results_cover_the_plan() {
+        // Rerun `cargo xtask retrieval` after changing the plan.
+        let records = data();
+        let plan = plan();
+        assert_eq!(records.len(), plan.len());
+        for (r, run) in records.iter().zip(&plan) {
+            assert_eq!(
+                (&r.setting[..], &r.layer, r.n, r.d),
+                (
+                    run.setting.name(),
+                    &run.layer.name(),
+                    run.shape.n,
+                    run.shape.d
+                )
+            );
+            assert!(r.best_loss.is_finite() && r.steps <= MAX_STEPS);
+        }
+        let (comments, _) = committed();
+        assert!(comments.iter().any(|c| c.starts_with("Machine:")));
+    }
+
+    #[test]
+    fn capacity_grows_with_the_feature_dimension() {
+        use {Phi::*, Rule::Sum};
+        let caps: Vec<usize> = [EluPlusOne, Dpfp(1), Dpfp(2), Dpfp(3)]
+            .into_iter()
+            .map(|phi| cap(Setting::Distinct, Layer::Linear(phi, Sum)))
+            .collect();
+        // p = d, 2d, 4d, 6d: never fewer keys for a wider memory ...
+        assert!(caps.windows(2).all(|w| w[0] <= w[1]), "{caps:?}");
+        // ... and many more at the widest than at the narrowest.
+        assert!(caps[3] >= 2 * caps[0].max(1), "{caps:?}");
+    }
+
+    #[test]
+    fn no_sum_rule_layer_holds_many_more_keys_than_its_width() {
+        for layer in setting1_layers() {
+            if let Layer::Linear(_, _) = layer {
+                let c = cap(Setting::Distinct, layer);
+                assert!(c <= layer.width(D), "{}: {c}", layer.name());
+            }
+        }
+    }
+
+    #[test]
+    fn softmax_solves_every_size_in_setting_1() {
+        let runs = data();
+        for r in series(&runs, Setting::Distinct, &Layer::Softmax.name()) {
+            assert!(r.solved(), "n = {}", r.n);
+        }
+    }
+
+    #[test]
+    fn delta_rule_beats_the_sum_rule_when_keys_repeat() {
+        let runs = data();
+        for phi in [Phi::EluPlusOne, Phi::Dpfp(1)] {
+            let sum = series(
+                &runs,
+                Setting::Repeated,
+                &Layer::Linear(phi, Rule::Sum).name(),
+            );
+            let delta = series(
+                &runs,
+                Setting::Repeated,
+                &Layer::Linear(phi, Rule::Delta).name(),
+            );
+            assert_eq!(sum.len(), delta.len());
+            for (s, d) in sum.iter().zip(&delta) {
+                assert!(d.best_loss < s.best_loss, "{:?} n = {}", phi, s.n);
+            }
+            // The sum rule solves no size; the delta rule solves the smallest.
+            assert!(sum.iter().all(|r| !r.solved()));
+            assert!(delta[0].solved());
+        }
+    }
+
+    #[test]
+    fn softmax_cannot_pick_the_latest_value_when_keys_repeat() {
+        let runs = data();
+        let softmax = series(&runs, Setting::Repeated, &Layer::Softmax.name());
+        assert!(!softmax.is_empty());
+        assert!(softmax.iter().all(|r| !r.solved()));
+    }
+
+    #[test]
+    fn the_data_file_round_trips() {
+        let run = plan()[0];
+        let outcome = Outcome {
+            best_loss: 0.012_345,
+            steps: 1200,
+            stop: Stop::NoImprovement,
+        };
+        let records = vec![Record::new(&run, &outcome)];
+        let text = to_tsv(&["made by a test".to_string()], &records);
+        let (comments, back) = parse_tsv(&text).unwrap();
+        assert_eq!(comments, vec!["made by a test".to_string()]);
+        assert_eq!(back[0].layer, records[0].layer);
+        assert!((back[0].best_loss - 0.012_345).abs() < 1e-9);
+        assert!(parse_tsv("no header\n").is_err());
+    }
+}
