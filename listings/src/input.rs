@@ -31,6 +31,12 @@ pub enum InputError {
         index: usize,
         len: usize,
     },
+    /// A size or count outside the range the method allows.
+    BadParameter {
+        name: &'static str,
+        value: usize,
+        rule: &'static str,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -52,6 +58,9 @@ impl fmt::Display for InputError {
                 "index out of range: {name} is {index} \
                  but the sequence has {len} positions"
             ),
+            InputError::BadParameter { name, value, rule } => {
+                write!(f, "bad parameter: {name} is {value} ({rule})")
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ pub use rand_chacha;
 
 pub mod attention;
 pub mod capacity;
+pub mod capacity_probe;
 pub mod capacity_sweep;
 pub mod cost;
 pub mod delta;
@@ -23,7 +24,10 @@ pub mod feature_study;
 pub mod fwp;
 pub mod input;
 pub mod kernel;
+pub mod normaliser;
 pub mod outputs;
 pub mod random;
 pub mod retrieval;
+pub mod schedules;
 pub mod summary;
+pub mod walkthrough;

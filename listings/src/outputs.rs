@@ -164,6 +164,47 @@ pub const ALL: &[Output] = &[
         name: "retrieval-summary",
         run: || crate::retrieval::sweep::Summary::committed().to_string(),
     },
+    Output {
+        name: "schedules-chunkwise",
+        run: || {
+            let (lengths, chunks) = ([1, 12, 100, 1000], [1, 7, 64, 4096]);
+            crate::schedules::chunkwise_study(&lengths, &chunks, 3).to_string()
+        },
+    },
+    Output {
+        name: "schedules-memory",
+        run: || {
+            let lengths = [1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16];
+            crate::schedules::memory_table(&lengths, 32, 32, 64, 8).to_string()
+        },
+    },
+    Output {
+        name: "schedules-timing",
+        run: || crate::schedules::measured_timing().to_string(),
+    },
+    Output {
+        name: "feature-map-normaliser",
+        run: || crate::normaliser::normaliser_study(200, 8, 10).to_string(),
+    },
+    Output {
+        name: "feature-map-recall",
+        run: || {
+            let widths = [16, 64];
+            crate::capacity_probe::recall_study(&widths, 40, 5, 4.0, 100)
+                .to_string()
+        },
+    },
+    Output {
+        name: "feature-map-capacity",
+        run: || crate::capacity_probe::chapter_sweep().to_string(),
+    },
+    Output {
+        name: "walkthrough-agreement",
+        run: || {
+            let lengths = [1, 12, 100, 1000];
+            crate::walkthrough::walkthrough_study(&lengths, 3).to_string()
+        },
+    },
 ];
 
 /// Sequence lengths of the cost tables of "Why attention is expensive".

@@ -21,11 +21,12 @@ const THEMES = ['light', 'rust', 'coal', 'navy', 'ayu'];
 const DARK = 'navy';
 // WCAG 2 AA contrast for normal-size text.
 const MIN_CONTRAST = 4.5;
-// The flags that let Debian's chromium run as root in a sandboxed
-// container with no network (see README.md).
 // mdBook's menu bar sticks to the top of the window and would cover the
 // top of a tall figure in its picture.
 const HIDE_MENU_BAR = '#mdbook-menu-bar, #mdbook-menu-bar-hover-placeholder { visibility: hidden !important; }';
+// The flags that let Debian's chromium run as root in a container with no
+// network: no sandbox, and none of the background connections a closed
+// network refuses.
 const FLAGS = [
   '--no-sandbox',
   '--disable-gpu',
@@ -84,7 +85,7 @@ function serve(root) {
       return;
     }
     let file = path.join(root, rel);
-    if (!file.startsWith(root)) {
+    if (file !== root && !file.startsWith(root + path.sep)) {
       res.writeHead(403).end();
       return;
     }
