@@ -1,7 +1,8 @@
 //! `cargo xtask <command>`: the book's build and test entry points.
 //!
 //! ```text
-//! cargo xtask setup   install mdbook 0.5.4, mdbook-katex 0.10.0 and KaTeX's CSS + fonts if missing
+//! cargo xtask setup   install mdbook 0.5.4, mdbook-katex 0.10.0, KaTeX's CSS + fonts and
+//!                     playwright-core if missing (chromium: only `test` and `browser`)
 //! cargo xtask build   setup, then build the book into book/ and check the HTML
 //! cargo xtask serve   setup, build, then serve on http://localhost:3000 and rebuild on change
 //! cargo xtask browser setup, build, then the browser check (headless chromium)
@@ -17,8 +18,9 @@ use xtask::{Failure, book, root, run, setup};
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval>
 
-  setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0) and
-          KaTeX's stylesheet and fonts, where missing
+  setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
+          and with npm ci KaTeX's stylesheet and fonts and playwright-core
+          (the browser check's driver), where missing
   build   setup, then build the book into book/ and check every page
   serve   setup, build, then serve the book on http://localhost:3000
   browser setup, build, then open every page in headless chromium and
