@@ -372,6 +372,20 @@ mod tests {
     }
 
     #[test]
+    fn favor_plus_holds_fewer_associations_than_dpfp_of_the_same_p() {
+        let curves = capacity_sweep();
+        let by = |map| curves.iter().find(|c| c.map == map).unwrap();
+        let (favor, dpfp) =
+            (by(FeatureMap::Favor(16)), by(FeatureMap::Dpfp(2)));
+        assert_eq!(favor.p, dpfp.p);
+        assert!(held(&favor.delta_replayed) < held(&dpfp.delta_replayed));
+        let (favor, elu) =
+            (by(FeatureMap::Favor(4)), by(FeatureMap::EluPlusOne));
+        assert_eq!(favor.p, elu.p);
+        assert!(held(&favor.delta_replayed) <= held(&elu.delta_replayed));
+    }
+
+    #[test]
     fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
         for c in capacity_sweep() {
             assert_eq!(held(&c.sum), 1, "{}", c.map.name());
@@ -391,6 +405,30 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn more_passes_of_the_delta_rule_bring_it_closer_below_p() {
+        // DPFP-2 (p = 32) at n = 24: full rank, so an exact memory exists,
+        // and each further pass corrects more of what the others disturb.
+        let map = FeatureMap::Dpfp(2);
+        for seed in 0..SEEDS {
+            let mut rng = seeded(seed);
+            let keys = randn(&mut rng, 24, D);
+            let values = unit_rows(&randn(&mut rng, 24, M));
+            let omega = map.projection(&mut seeded(1000 + seed), D);
+            let unit = unit_rows(&map.apply(&keys, &omega));
+            let errors: Vec<f64> = [1, PASSES, 3 * PASSES]
+                .iter()
+                .map(|&passes| {
+                    rms(&delta_rule_recall(&unit, &values, passes).unwrap())
+                })
+                .collect();
+            assert!(
+                errors[0] > errors[1] && errors[1] > errors[2],
+                "{errors:?}"
+            );
         }
     }
 
@@ -429,6 +467,18 @@ mod tests {
                 let miss = w.dot(&keys.row(i)) - v;
                 assert!(miss.dot(&miss).sqrt() < 1e-12);
             }
+        }
+    }
+
+    #[test]
+    fn in_setting_2_wider_dpfp_lowers_the_delta_rule_error() {
+        let rows = setting2_study(&SETTING2_NS);
+        for &n in &SETTING2_NS {
+            let delta = |nu| {
+                let map = FeatureMap::Dpfp(nu);
+                rows.iter().find(|r| r.0 == map && r.1 == n).unwrap().3
+            };
+            assert!(delta(1) > delta(2) && delta(2) > delta(3), "n {n}");
         }
     }
 
