@@ -285,6 +285,13 @@ mod tests {
         let o = linear_attention_recurrent(&phi(&q), &phi(&k), &v).unwrap();
         assert!(o.row(0).iter().all(|x| x.is_finite()));
         assert!(o.row(1).iter().all(|x| x.is_nan()));
+        // An ε in the denominator turns 0 / 0 into 0 / ε = 0: finite, and
+        // no average of the values either.
+        let numerator =
+            crate::fast_weights::fast_weight_loop(&phi(&q), &phi(&k), &v)
+                .unwrap();
+        let guarded = &numerator.row(1) / (den[1] + 1e-6);
+        assert!(guarded.iter().all(|&x| x == 0.0));
         // Over random sequences it happens too, about once in 2^d queries.
         let study = normaliser_study(200, 8, 20);
         let relu = study.rows.iter().find(|r| r.name == "relu").unwrap();

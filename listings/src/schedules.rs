@@ -367,7 +367,7 @@ pub const TIMING: TimingConfig = TimingConfig {
     d: 32,
     m: 32,
     chunk: 64,
-    reps: 5,
+    reps: 3,
     seed: 0,
 };
 
@@ -881,6 +881,104 @@ mod tests {
             let largest = |j: &Array2<f64>| j.fold(0.0_f64, |a, &b| a.max(b));
             assert!(largest(&one) < 1.0, "seed {seed}");
             assert!(largest(&many) < 1e-3, "seed {seed}: {}", largest(&many));
+        }
+    }
+
+    #[test]
+    fn a_decayed_write_has_jacobian_a_times_the_identity() {
+        // S_t = a S_{t−1} + v_t φ(k_t)ᵀ: still linear, Jacobian a I.
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 10, 4, 3);
+            for a in [0.5, 0.9, 1.0] {
+                let step =
+                    |s: &Array2<f64>| write_step(&v, &phi_k, 3)(&(s * a));
+                let s = randn(&mut seeded(seed), 3, 4);
+                let j = state_jacobian(step, &s, 1e-3);
+                let want = Array2::<f64>::eye(12) * a;
+                assert_relative_eq!(j, want, epsilon = 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn a_decayed_recurrence_is_a_masked_product_with_decay_factors() {
+        // Unrolled, token j reaches S_t scaled by a^{t−j}: the same outputs
+        // come from the parallel form with mask entries a^{t−j} for j ≤ t,
+        // the structured mask of state space duality (Dao & Gu 2024).
+        for seed in 0..5 {
+            for n in [1, 7, 60] {
+                let [phi_q, phi_k, v] = random(seed, n, 5, 3);
+                let a: f64 = 0.8;
+                let mut s_t = Array2::<f64>::zeros((3, 5));
+                let mut recurrent = Array2::<f64>::zeros((n, 3));
+                for t in 0..n {
+                    s_t *= a;
+                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                    recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+                }
+                let mut scores = phi_q.dot(&phi_k.t());
+                for ((t, j), x) in scores.indexed_iter_mut() {
+                    *x *= if j <= t { a.powi((t - j) as i32) } else { 0.0 };
+                }
+                assert_relative_eq!(
+                    recurrent,
+                    scores.dot(&v),
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_decayed_recurrence_can_be_computed_in_chunks() {
+        // Chunk of c tokens, memory S of the earlier chunks: query i reads
+        // a^{i+1} S φ(q_i) + Σ_{j≤i} a^{i−j} (φ(q_i)ᵀφ(k_j)) v_j, and the
+        // chunk passes on a^c S + Σ_j a^{c−1−j} v_j φ(k_j)ᵀ.
+        let a: f64 = 0.9;
+        for seed in 0..5 {
+            let (n, chunk) = (50, 8);
+            let [phi_q, phi_k, v] = random(seed, n, 5, 3);
+            let mut s_t = Array2::<f64>::zeros((3, 5));
+            let mut recurrent = Array2::<f64>::zeros((n, 3));
+            for t in 0..n {
+                s_t *= a;
+                fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+            }
+            let mut memory = Array2::<f64>::zeros((3, 5));
+            let mut chunked = Array2::<f64>::zeros((n, 3));
+            for start in (0..n).step_by(chunk) {
+                let c = chunk.min(n - start);
+                let rows = s![start..start + c, ..];
+                let (q, k, vc) =
+                    (phi_q.slice(rows), phi_k.slice(rows), v.slice(rows));
+                let mut scores = causal_scores(&q, &k);
+                for ((i, j), x) in scores.indexed_iter_mut() {
+                    *x *= a.powi(i as i32 - j as i32);
+                }
+                let mut out = scores.dot(&vc);
+                for i in 0..c {
+                    let carried = memory.dot(&q.row(i)) * a.powi(i as i32 + 1);
+                    out.row_mut(i).scaled_add(1.0, &carried);
+                }
+                chunked.slice_mut(rows).assign(&out);
+                memory *= a.powi(c as i32);
+                for j in 0..c {
+                    let weight = a.powi((c - 1 - j) as i32);
+                    fast_weight_write(
+                        &mut memory,
+                        &(&vc.row(j) * weight),
+                        &k.row(j),
+                    );
+                }
+            }
+            assert_relative_eq!(
+                chunked,
+                recurrent,
+                max_relative = 1e-10,
+                epsilon = 1e-12
+            );
         }
     }
 

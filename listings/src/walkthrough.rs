@@ -338,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn causal_product_numerator_is_the_fast_weight_loop_bit_for_bit() {
+    fn causal_product_numerator_is_the_fast_weight_loop() {
         // Multiply back by the denominator: what is left is M2's loop.
         for seed in 0..5 {
             let [q, k, v] = random(seed, 50, 6, 4);
@@ -392,6 +392,29 @@ mod tests {
                         epsilon = 1e-12
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_prompt_in_one_call_then_one_token_a_call_equals_the_whole_sequence() {
+        // A decoder reads its prompt as one segment, then generates one
+        // token per call, from the state the prompt left.
+        for seed in 0..5 {
+            for (n, prompt) in [(2, 1), (30, 12), (200, 150)] {
+                let [q, k, v] = random(seed, n, 6, 4);
+                let (phi_q, phi_k) = (elu(&q), elu(&k));
+                let whole =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                let mut lengths = vec![prompt];
+                lengths.extend(vec![1; n - prompt]);
+                let o = in_segments(&phi_q, &phi_k, &v, &lengths).unwrap();
+                assert_relative_eq!(
+                    o,
+                    whole,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
             }
         }
     }
