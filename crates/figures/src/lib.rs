@@ -29,6 +29,17 @@ pub struct Figure {
 /// Every figure the book can show, by name.
 pub const ALL: &[Figure] = &[
     Figure {
+        name: "causal-attention-heatmap",
+        caption: "Causal softmax attention weights of the running example: \
+              row t holds how query t spreads its attention over keys \
+              j ≤ t. The empty upper triangle is the future, weight 0.",
+        alt: "A 12 by 12 grid of coloured squares filling the lower triangle \
+          and the diagonal; the upper triangle is empty. Each row's \
+          colours sum to one; early rows are bright on few cells, late \
+          rows spread over many.",
+        render: heatmap::causal_attention_heatmap,
+    },
+    Figure {
         name: "capacity-crosstalk",
         caption: "The sum rule's recall error as associations pile up: RMS of \
             ‖S k_i − v_i‖ / ‖v_i‖ over all n stored pairs, unit values. With \
@@ -73,17 +84,6 @@ pub const ALL: &[Figure] = &[
             and then rise: elu+1, DPFP-1 and the FAVOR+ lines early, DPFP-2 \
             later, DPFP-3 last.",
         render: paper::capacity_sweep_figure,
-    },
-    Figure {
-        name: "causal-attention-heatmap",
-        caption: "Causal softmax attention weights of the running example: \
-              row t holds how query t spreads its attention over keys \
-              j ≤ t. The empty upper triangle is the future, weight 0.",
-        alt: "A 12 by 12 grid of coloured squares filling the lower triangle \
-          and the diagonal; the upper triangle is empty. Each row's \
-          colours sum to one; early rows are bright on few cells, late \
-          rows spread over many.",
-        render: heatmap::causal_attention_heatmap,
     },
     Figure {
         name: "attention-cost",
