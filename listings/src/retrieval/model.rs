@@ -9,7 +9,8 @@
 //! The backward pass is written out for every feature map and both update
 //! rules; the tests check each against central finite differences.
 
-use crate::feature_maps::{dpfp, elu_plus_one, favor_plus};
+use crate::delta::{delta_rule_step, sum_normalise};
+use crate::feature_maps::{dpfp, elu_plus_one, favor_plus, favor_projection};
 use crate::random::{randn, standard_normal};
 use crate::retrieval::task::Episode;
 use ndarray::{Array1, Array2, Axis, s};
@@ -147,36 +148,13 @@ impl Params {
     }
 }
 
-/// Draw FAVOR+'s random projection Ω: (d, r) with orthogonal columns
-/// (blocks of d, Gram–Schmidt), each rescaled to the length of a Gaussian
-/// vector, as Choromanski et al. do. Other layers need no Ω.
+/// FAVOR+'s random projection Ω: (d, r) for a FAVOR+ layer (orthogonal
+/// random features, [`favor_projection`]); other layers need none.
 pub fn draw_omega(rng: &mut impl Rng, layer: Layer, d: usize) -> Array2<f64> {
-    let Layer::Linear(Phi::Favor(r), _) = layer else {
-        return Array2::zeros((d, 0));
-    };
-    let mut omega = Array2::zeros((d, r));
-    for block in (0..r).step_by(d) {
-        let cols = (r - block).min(d);
-        let mut basis: Vec<Array1<f64>> = Vec::new();
-        while basis.len() < cols {
-            let mut w =
-                Array1::from_shape_simple_fn(d, || standard_normal(rng));
-            for b in &basis {
-                let dot = w.dot(b);
-                w.scaled_add(-dot, b);
-            }
-            let len = w.dot(&w).sqrt();
-            if len > 1e-8 {
-                basis.push(w / len);
-            }
-        }
-        for (c, b) in basis.iter().enumerate() {
-            let g = Array1::from_shape_simple_fn(d, || standard_normal(rng));
-            let scale = g.dot(&g).sqrt();
-            omega.column_mut(block + c).assign(&(b * scale));
-        }
+    match layer {
+        Layer::Linear(Phi::Favor(r), _) => favor_projection(rng, d, r),
+        _ => Array2::zeros((d, 0)),
     }
-    omega
 }
 
 fn one_hot(n: usize, i: usize) -> Array1<f64> {
@@ -419,11 +397,8 @@ pub fn sum_read<'a>(
 }
 // ANCHOR_END: sum_read
 
-/// x / Σ x, and its backward: d(x/Σx) = (dk̄ − (dk̄·k̄)) / Σx.
-fn sum_normalise(x: &Array1<f64>) -> Array1<f64> {
-    x / x.sum()
-}
-
+/// The backward pass of sum normalisation k̄ = x / Σx:
+/// dx = (dk̄ − (dk̄·k̄)) / Σx.
 fn sum_normalise_back(
     x: &Array1<f64>,
     x_bar: &Array1<f64>,
@@ -448,20 +423,16 @@ pub fn delta_read<'a>(
 ) -> Read<'a> {
     let fk: Vec<Array1<f64>> =
         keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
-    let kb: Vec<Array1<f64>> = fk.iter().map(sum_normalise).collect();
+    let kb: Vec<Array1<f64>> = fk.iter().map(|f| sum_normalise(f)).collect();
     let fq = phi_forward(phi, q, omega);
     let qb = sum_normalise(&fq);
     let p = fq.len();
     // W_0 = 0; keep every W_t for the backward pass.
     let mut history = vec![Array2::<f64>::zeros((n, p))];
     for t in 0..keys.len() {
-        let w = history[t].clone();
-        let mut r = one_hot(n, values[t]) - w.dot(&kb[t]); // v_t − v̄_t
-        r *= betas[t];
-        let write = r
-            .insert_axis(Axis(1))
-            .dot(&kb[t].view().insert_axis(Axis(0)));
-        history.push(w + write);
+        let mut w = history[t].clone();
+        delta_rule_step(&mut w, &kb[t], &one_hot(n, values[t]), betas[t]);
+        history.push(w);
     }
     let y_hat = history[keys.len()].dot(&qb);
     let back = move |g: &Array1<f64>| {
@@ -614,6 +585,51 @@ mod tests {
                     y_hat.view(),
                     o.row(len - 1),
                     max_relative = 1e-3
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn delta_rule_read_is_the_delta_layer_at_the_query() {
+        use crate::delta::delta_rule_recurrent;
+        use crate::feature_maps::map_rows;
+        for seed in 0..5 {
+            for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
+                let mut rng = seeded(seed);
+                let (n, d, len) = (5, 4, 9);
+                let k_rows = randn(&mut rng, len, d);
+                let keys: Vec<Array1<f64>> =
+                    k_rows.rows().into_iter().map(|r| r.to_owned()).collect();
+                let values: Vec<usize> =
+                    (0..len).map(|t| (t * 3 + 1) % n).collect();
+                let betas: Vec<f64> =
+                    (0..len).map(|t| 0.2 + 0.07 * t as f64).collect();
+                let q = randn(&mut rng, 1, d).row(0).to_owned();
+                let omega = Array2::zeros((d, 0));
+                let (y_hat, _) =
+                    delta_read(phi, &keys, &values, &betas, &q, n, &omega);
+                let mut q_rows = k_rows.clone();
+                q_rows.row_mut(len - 1).assign(&q);
+                let v_rows = Array2::from_shape_fn((len, n), |(t, i)| {
+                    if values[t] == i { 1.0 } else { 0.0 }
+                });
+                let f = |x: &ndarray::ArrayRef2<f64>| {
+                    map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
+                };
+                let beta = Array1::from(betas.clone());
+                let read = delta_rule_recurrent(
+                    &f(&q_rows),
+                    &f(&k_rows),
+                    &v_rows,
+                    &beta,
+                )
+                .unwrap();
+                approx::assert_relative_eq!(
+                    y_hat.view(),
+                    read.output.row(len - 1),
+                    max_relative = 1e-12,
+                    epsilon = 1e-14
                 );
             }
         }
