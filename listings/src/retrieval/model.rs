@@ -11,7 +11,7 @@
 
 use crate::delta::{delta_rule_step, sum_normalise};
 use crate::feature_maps::{dpfp, elu_plus_one, favor_plus, favor_projection};
-use crate::random::{randn, standard_normal};
+use crate::random::randn;
 use crate::retrieval::task::Episode;
 use ndarray::{Array1, Array2, Axis, s};
 use rand::Rng;
