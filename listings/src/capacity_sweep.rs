@@ -204,7 +204,8 @@ impl fmt::Display for CapacityTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "keys N(0, I) in d = {D}, unit values in m = {M}, seeds 0..{SEEDS}; \
+            "keys N(0, I) in d = {D}, unit values in m = {M}, \
+             seeds 0..{SEEDS}; \
              n in {:?}",
             NS
         )?;

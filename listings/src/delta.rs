@@ -69,7 +69,7 @@ pub fn gated_rule_step(
     beta: f64,
 ) {
     *memory *= 1.0 - beta; // every association fades ...
-    fast_weight_write(memory, &v.mapv(|x| x * beta), k); // ... and v kᵀ comes in
+    fast_weight_write(memory, &v.mapv(|x| x * beta), k); // ... v kᵀ comes in
 }
 // ANCHOR_END: gated_rule_step
 
@@ -149,7 +149,15 @@ pub fn delta_rule_chunkwise(
     chunk: usize,
 ) -> Result<DeltaRead, InputError> {
     check_delta(phi_q, phi_k, v, beta)?;
-    assert!(chunk > 0, "a chunk holds at least one token, got C = 0");
+    if chunk == 0 {
+        let rule = "a chunk holds at least one token";
+        let value = chunk;
+        return Err(InputError::BadParameter {
+            name: "chunk",
+            value,
+            rule,
+        });
+    }
     let (n, p, m) = (phi_k.nrows(), phi_k.ncols(), v.ncols());
     let (k_all, q_all) = (
         map_rows(phi_k, sum_normalise),
@@ -691,6 +699,13 @@ mod tests {
             let mut nan = beta.clone();
             nan[3] = f64::NAN;
             assert!(run(&q, &k, &nan).contains("NaN in beta at [3, 0]"));
+            if c.is_some() {
+                let msg = delta_rule_chunkwise(&q, &k, &v, &beta, 0)
+                    .err()
+                    .unwrap()
+                    .to_string();
+                assert!(msg.contains("chunk is 0"), "{msg}");
+            }
             let narrow = k.slice(s![.., ..3]).to_owned();
             let msg = run(&q, &narrow, &beta);
             assert!(
