@@ -446,11 +446,15 @@ async function run(browser, origin) {
         }
         for (const p of await page.evaluate(readability, MIN_CONTRAST)) problem(rel, `${theme} theme: ${p}`);
         for (const id of found.figures) {
-          const figure = page.locator(`[id="${id}"]`);
-          const box = await figure.boundingBox();
-          if (!box || box.width < 1 || box.height < 1) continue; // reported above
+          // The figure's box on the page; a clip of a full-page capture is
+          // quicker than an element screenshot and takes tall figures whole.
+          const box = await page.evaluate((i) => {
+            const r = document.getElementById(i).getBoundingClientRect();
+            return { x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height };
+          }, id);
+          if (box.width < 1 || box.height < 1) continue; // reported above
           const name = `${rel.replace(/\.html$/, '').replace(/\//g, '_')}--${id}-${theme}.png`;
-          await figure.screenshot({ path: path.join(figureDir, name), style: HIDE_MENU_BAR });
+          await page.screenshot({ path: path.join(figureDir, name), fullPage: true, clip: box, style: HIDE_MENU_BAR });
           figureShots += 1;
         }
         if (theme === DARK) {
