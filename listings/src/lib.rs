@@ -29,5 +29,6 @@ pub mod outputs;
 pub mod random;
 pub mod retrieval;
 pub mod schedules;
+pub mod speed;
 pub mod summary;
 pub mod walkthrough;

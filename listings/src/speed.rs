@@ -1,0 +1,545 @@
+//! Appendix "Where speed comes from": the book's schedules of causal linear
+//! attention and of the delta rule again, in f32 and written for speed.
+//! Each one computes what its f64 form of Part I or II computes, and a test
+//! below checks that it does, to f32 precision.
+//!
+//! Two ideas make them fast. The recurrent forms allocate nothing inside
+//! the loop over tokens: S, z and every scratch vector exist before the
+//! first token, and each token updates them in place over plain slices the
+//! compiler can vectorise. The chunkwise forms turn the work of C tokens
+//! into a few matrix products, which ndarray hands to matrixmultiply's
+//! sgemm kernels; those are the fastest code on a CPU.
+//!
+//! Shapes as in Part I: phi_q, phi_k: (N, p), v: (N, m), S: (m, p), row t
+//! of a matrix is token t; outputs O: (N, m).
+
+use crate::fast_weights::linear_attention_recurrent;
+use crate::feature_maps::elu_plus_one;
+use crate::input::InputError;
+use crate::kernel::worst_row_relative_difference;
+use crate::random::{randn, seeded};
+use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Zip, s};
+use std::fmt;
+
+/// Σ_i a_i b_i over two slices of one length, in eight running sums so
+/// that the compiler can keep them in one vector register.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for lane in 0..8 {
+            sums[lane] += x[lane] * y[lane];
+        }
+    }
+    sums.iter().sum::<f32>() + tail
+}
+
+/// The checks of `input::check_qkv` for a causal read, on f32 operands.
+fn check_causal_f32(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<(), InputError> {
+    for (name, a) in [("q", q), ("k", k), ("v", v)] {
+        if a.is_empty() {
+            let shape = [a.nrows(), a.ncols()];
+            return Err(InputError::Empty { name, shape });
+        }
+        if let Some(((i, j), &x)) =
+            a.indexed_iter().find(|(_, x)| !x.is_finite())
+        {
+            let value = f64::from(x);
+            return Err(InputError::NonFinite {
+                name,
+                at: [i, j],
+                value,
+            });
+        }
+    }
+    let shape = |a: &ArrayRef2<f32>| [a.nrows(), a.ncols()];
+    let mismatch = |l, a, r, b, rule| InputError::ShapeMismatch {
+        left: (l, shape(a)),
+        right: (r, shape(b)),
+        rule,
+    };
+    if q.ncols() != k.ncols() {
+        let rule = "queries and keys share the width d";
+        return Err(mismatch("q", q, "k", k, rule));
+    }
+    if k.nrows() != v.nrows() {
+        return Err(mismatch("k", k, "v", v, "each key has one value"));
+    }
+    if q.nrows() != k.nrows() {
+        let rule = "a causal read has one key per query";
+        return Err(mismatch("q", q, "k", k, rule));
+    }
+    Ok(())
+}
+
+fn check_chunk(chunk: usize) -> Result<(), InputError> {
+    if chunk == 0 {
+        let rule = "a chunk holds at least one token";
+        return Err(InputError::BadParameter {
+            name: "chunk",
+            value: chunk,
+            rule,
+        });
+    }
+    Ok(())
+}
+
+// ANCHOR: linear_attention_recurrent_f32
+/// The recurrence of `linear_attention_recurrent` in f32, allocating only
+/// before the loop: per token, one pass over the rows s_i of S: (m, p)
+/// does the write s_i += v_ti φ(k_t) and the read o_ti = s_i · φ(q_t).
+/// phi_q, phi_k: (N, p), v: (N, m); returns O: (N, m).
+pub fn linear_attention_recurrent_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_causal_f32(phi_q, phi_k, v)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut s = vec![0.0f32; m * p]; // S_0 = 0, row-major (m, p)
+    let mut z = vec![0.0f32; p]; // z_0 = 0
+    let (mut q_t, mut k_t) = (vec![0.0f32; p], vec![0.0f32; p]);
+    let mut o = Array2::<f32>::zeros((n, m));
+    for (t, mut o_t) in o.rows_mut().into_iter().enumerate() {
+        // Copy token t into contiguous scratch (its rows may be strided).
+        q_t.iter_mut().zip(phi_q.row(t)).for_each(|(a, &b)| *a = b);
+        k_t.iter_mut().zip(phi_k.row(t)).for_each(|(a, &b)| *a = b);
+        z.iter_mut().zip(&k_t).for_each(|(z_j, &k_j)| *z_j += k_j);
+        let norm = dot(&z, &q_t); // z_tᵀ φ(q_t)
+        for ((s_i, &v_ti), o_ti) in
+            s.chunks_exact_mut(p).zip(v.row(t)).zip(&mut o_t)
+        {
+            s_i.iter_mut().zip(&k_t).for_each(|(x, &k)| *x += v_ti * k);
+            *o_ti = dot(s_i, &q_t) / norm;
+        }
+    }
+    Ok(o)
+}
+// ANCHOR_END: linear_attention_recurrent_f32
+
+// ANCHOR: linear_attention_chunkwise_f32
+/// The chunkwise schedule of `linear_attention_chunkwise` in f32, each
+/// chunk of c ≤ `chunk` tokens as matrix products into buffers made once:
+/// O_c = (Φ_Q Sᵀ + tril(Φ_Q Φ_Kᵀ) V) / (Φ_Q z + tril(Φ_Q Φ_Kᵀ) 1), then
+/// S += Vᵀ Φ_K, z += Φ_Kᵀ 1. phi_q, phi_k: (N, p), v: (N, m), chunk ≥ 1.
+pub fn linear_attention_chunkwise_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    chunk: usize,
+) -> Result<Array2<f32>, InputError> {
+    check_causal_f32(phi_q, phi_k, v)?;
+    check_chunk(chunk)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut s = Array2::<f32>::zeros((m, p)); // S_0 = 0
+    let mut z = Array1::<f32>::zeros(p); // z_0 = 0
+    let c_max = chunk.min(n);
+    let mut scores = Array2::<f32>::zeros((c_max, c_max));
+    let mut norm = Array1::<f32>::zeros(c_max);
+    let mut o = Array2::<f32>::zeros((n, m));
+    for start in (0..n).step_by(chunk) {
+        let rows = s![start..(start + chunk).min(n), ..];
+        let (q, k, v_c) = (phi_q.slice(rows), phi_k.slice(rows), v.slice(rows));
+        let c = q.nrows(); // the last chunk may be shorter
+        let mut a = scores.slice_mut(s![..c, ..c]);
+        general_mat_mul(1.0, &q, &k.t(), 0.0, &mut a); // Φ_Q Φ_Kᵀ
+        for i in 0..c {
+            a.slice_mut(s![i, i + 1..]).fill(0.0); // tril: no later key
+        }
+        let mut out = o.slice_mut(rows);
+        general_mat_mul(1.0, &q, &s.t(), 0.0, &mut out); // earlier chunks
+        general_mat_mul(1.0, &a, &v_c, 1.0, &mut out); // this chunk
+        let mut norm_c = norm.slice_mut(s![..c]);
+        general_mat_vec_mul(1.0, &q, &z, 0.0, &mut norm_c);
+        Zip::from(&mut norm_c)
+            .and(a.rows())
+            .for_each(|x, row| *x += row.sum());
+        Zip::from(out.rows_mut())
+            .and(&norm_c)
+            .for_each(|mut o_t, &x| o_t.mapv_inplace(|y| y / x));
+        general_mat_mul(1.0, &v_c.t(), &k, 1.0, &mut s); // S += Vᵀ Φ_K
+        k.rows().into_iter().for_each(|k_t| z += &k_t); // z += Φ_Kᵀ 1
+    }
+    Ok(o)
+}
+// ANCHOR_END: linear_attention_chunkwise_f32
+
+/// The checks of the delta-rule forms: a causal read, one finite write
+/// strength per token, and feature rows with a positive sum.
+fn check_delta_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    beta: &ArrayRef1<f32>,
+) -> Result<(), InputError> {
+    check_causal_f32(phi_q, phi_k, v)?;
+    if beta.len() != phi_k.nrows() {
+        return Err(InputError::ShapeMismatch {
+            left: ("k", [phi_k.nrows(), phi_k.ncols()]),
+            right: ("beta", [beta.len(), 1]),
+            rule: "one write strength per key",
+        });
+    }
+    if let Some((i, &x)) = beta.indexed_iter().find(|(_, x)| !x.is_finite()) {
+        let value = f64::from(x);
+        let at = [i, 0];
+        return Err(InputError::NonFinite {
+            name: "beta",
+            at,
+            value,
+        });
+    }
+    Ok(())
+}
+
+/// x / Σ x into `out`, for a row of positive features.
+fn sum_normalise_into(
+    x: impl IntoIterator<Item = f32> + Clone,
+    out: &mut [f32],
+) {
+    let total: f32 = x.clone().into_iter().sum();
+    out.iter_mut().zip(x).for_each(|(o, x)| *o = x / total);
+}
+
+// ANCHOR: delta_rule_recurrent_f32
+/// The delta rule of `delta_rule_recurrent` in f32, allocating only before
+/// the loop. Per token, for each row w_i of W: (m, p):
+/// w_i += β_t (v_ti − w_i · k̄_t) k̄_t, then y_ti = w_i · q̄_t.
+/// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
+pub fn delta_rule_recurrent_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    beta: &ArrayRef1<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_delta_f32(phi_q, phi_k, v, beta)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut w = vec![0.0f32; m * p]; // W_0 = 0, row-major (m, p)
+    let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
+    let mut y = Array2::<f32>::zeros((n, m));
+    for (t, mut y_t) in y.rows_mut().into_iter().enumerate() {
+        sum_normalise_into(phi_k.row(t).iter().copied(), &mut k_bar);
+        sum_normalise_into(phi_q.row(t).iter().copied(), &mut q_bar);
+        for ((w_i, &v_ti), y_ti) in
+            w.chunks_exact_mut(p).zip(v.row(t)).zip(&mut y_t)
+        {
+            let step = beta[t] * (v_ti - dot(w_i, &k_bar)); // β (v − ŵ)
+            w_i.iter_mut()
+                .zip(&k_bar)
+                .for_each(|(x, &k)| *x += step * k);
+            *y_ti = dot(w_i, &q_bar);
+        }
+    }
+    Ok(y)
+}
+// ANCHOR_END: delta_rule_recurrent_f32
+
+// ANCHOR: delta_rule_chunkwise_f32
+/// The chunkwise delta rule of `delta_rule_chunkwise` in f32, into buffers
+/// made once. Per chunk: A = tril(diag(β) K̄ K̄ᵀ, −1), T = (I + A)⁻¹ diag(β)
+/// by forward substitution, U = T V − (T K̄) Wᵀ, Y = Q̄ Wᵀ + tril(Q̄ K̄ᵀ) U,
+/// W += Uᵀ K̄. Shapes as in `delta_rule_recurrent_f32`; chunk ≥ 1.
+pub fn delta_rule_chunkwise_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    beta: &ArrayRef1<f32>,
+    chunk: usize,
+) -> Result<Array2<f32>, InputError> {
+    check_delta_f32(phi_q, phi_k, v, beta)?;
+    check_chunk(chunk)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let c_max = chunk.min(n);
+    let mut w = Array2::<f32>::zeros((m, p)); // W_0 = 0
+    let (mut k_buf, mut q_buf) = (
+        Array2::<f32>::zeros((c_max, p)),
+        Array2::<f32>::zeros((c_max, p)),
+    );
+    let (mut a_buf, mut t_buf) = (
+        Array2::<f32>::zeros((c_max, c_max)),
+        Array2::<f32>::zeros((c_max, c_max)),
+    );
+    let (mut tk_buf, mut u_buf) = (
+        Array2::<f32>::zeros((c_max, p)),
+        Array2::<f32>::zeros((c_max, m)),
+    );
+    let mut y = Array2::<f32>::zeros((n, m));
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n);
+        let c = end - start;
+        let (mut k, mut q) =
+            (k_buf.slice_mut(s![..c, ..]), q_buf.slice_mut(s![..c, ..]));
+        for i in 0..c {
+            let (k_row, q_row) = (phi_k.row(start + i), phi_q.row(start + i));
+            let k_out = k.row_mut(i).into_slice().expect("a row of a buffer");
+            sum_normalise_into(k_row.iter().copied(), k_out);
+            let q_out = q.row_mut(i).into_slice().expect("a row of a buffer");
+            sum_normalise_into(q_row.iter().copied(), q_out);
+        }
+        let b = beta.slice(s![start..end]);
+        let mut a = a_buf.slice_mut(s![..c, ..c]);
+        general_mat_mul(1.0, &k, &k.t(), 0.0, &mut a); // K̄ K̄ᵀ
+        // T = (I + A)⁻¹ diag(β): row i is β_i e_i − Σ_{j<i} β_i a_ij t_j.
+        let mut t = t_buf.slice_mut(s![..c, ..c]);
+        t.fill(0.0);
+        for i in 0..c {
+            t[[i, i]] = b[i];
+            for j in 0..i {
+                let a_ij = b[i] * a[[i, j]];
+                for col in 0..=j {
+                    t[[i, col]] -= a_ij * t[[j, col]];
+                }
+            }
+        }
+        let mut tk = tk_buf.slice_mut(s![..c, ..]);
+        general_mat_mul(1.0, &t, &k, 0.0, &mut tk); // T K̄
+        let mut u = u_buf.slice_mut(s![..c, ..]);
+        general_mat_mul(1.0, &t, &v.slice(s![start..end, ..]), 0.0, &mut u);
+        general_mat_mul(-1.0, &tk, &w.t(), 1.0, &mut u); // U = T V − T K̄ Wᵀ
+        general_mat_mul(1.0, &q, &k.t(), 0.0, &mut a); // Q̄ K̄ᵀ, over A
+        for i in 0..c {
+            a.slice_mut(s![i, i + 1..]).fill(0.0); // tril, diagonal kept
+        }
+        let mut y_c = y.slice_mut(s![start..end, ..]);
+        general_mat_mul(1.0, &q, &w.t(), 0.0, &mut y_c); // earlier chunks
+        general_mat_mul(1.0, &a, &u, 1.0, &mut y_c); // this chunk
+        general_mat_mul(1.0, &u.t(), &k, 1.0, &mut w); // W += Uᵀ K̄
+    }
+    Ok(y)
+}
+// ANCHOR_END: delta_rule_chunkwise_f32
+
+/// An f64 matrix rounded to f32.
+pub fn to_f32(a: &ArrayRef2<f64>) -> Array2<f32> {
+    a.mapv(|x| x as f32)
+}
+
+/// An f32 matrix widened to f64 (exactly).
+pub fn to_f64(a: &ArrayRef2<f32>) -> Array2<f64> {
+    a.mapv(f64::from)
+}
+
+/// The inputs of the appendix's experiments at length n: φ = elu+1 of
+/// random q and k, and random v, in f64 (q, k: (n, d), v: (n, m)).
+pub fn random_inputs(
+    seed: u64,
+    n: usize,
+    d: usize,
+    m: usize,
+) -> [Array2<f64>; 3] {
+    let mut rng = seeded(seed);
+    let phi_q = elu_plus_one(&randn(&mut rng, n, d));
+    let phi_k = elu_plus_one(&randn(&mut rng, n, d));
+    [phi_q, phi_k, randn(&mut rng, n, m)]
+}
+
+/// One length of the accuracy study: the worst row-relative error of each
+/// f32 schedule against the f64 recurrence, worst over the seeds.
+pub struct AccuracyRow {
+    pub n: usize,
+    pub recurrent: f64,
+    pub chunkwise: f64,
+}
+
+/// The f32 schedules against an f64 reference as N grows.
+pub struct AccuracyStudy {
+    pub d: usize,
+    pub chunk: usize,
+    pub seeds: u64,
+    pub rows: Vec<AccuracyRow>,
+}
+
+/// Run the f32 recurrent and chunkwise forms and the book's f64 recurrence
+/// on the same inputs (rounded to f32 first, so the f64 run sees exactly
+/// what the f32 runs see), at each length, for seeds 0..seeds.
+pub fn accuracy_study(
+    lengths: &[usize],
+    d: usize,
+    chunk: usize,
+    seeds: u64,
+) -> AccuracyStudy {
+    let rows = lengths
+        .iter()
+        .map(|&n| {
+            let (mut recurrent, mut chunkwise) = (0.0f64, 0.0f64);
+            for seed in 0..seeds {
+                let inputs = random_inputs(seed, n, d, d).map(|a| to_f32(&a));
+                let [q, k, v] = &inputs;
+                let [q64, k64, v64] = [q, k, v].map(|a| to_f64(a));
+                let reference = linear_attention_recurrent(&q64, &k64, &v64)
+                    .expect("the shapes agree");
+                let error = |o: Array2<f32>| {
+                    worst_row_relative_difference(&to_f64(&o), &reference)
+                };
+                let rec = linear_attention_recurrent_f32(q, k, v);
+                let chk = linear_attention_chunkwise_f32(q, k, v, chunk);
+                recurrent = recurrent.max(error(rec.expect("shapes agree")));
+                chunkwise = chunkwise.max(error(chk.expect("shapes agree")));
+            }
+            AccuracyRow {
+                n,
+                recurrent,
+                chunkwise,
+            }
+        })
+        .collect();
+    AccuracyStudy {
+        d,
+        chunk,
+        seeds,
+        rows,
+    }
+}
+
+/// The appendix's accuracy study: d = m = 32, chunks of 64, three seeds.
+pub fn speed_accuracy() -> AccuracyStudy {
+    accuracy_study(&[256, 1024, 4096, 16384], 32, 64, 3)
+}
+
+impl fmt::Display for AccuracyStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "worst row-relative error of f32 against the f64 recurrence \
+             (d = m = {}, C = {}, worst of {} seeds)",
+            self.d, self.chunk, self.seeds
+        )?;
+        writeln!(f, "{:>7}  {:>11}  {:>11}", "N", "recurrent", "chunkwise")?;
+        for r in &self.rows {
+            writeln!(
+                f,
+                "{:>7}  {:>11.2e}  {:>11.2e}",
+                r.n, r.recurrent, r.chunkwise
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delta::{delta_rule_chunkwise, delta_rule_recurrent};
+    use crate::schedules::linear_attention_chunkwise;
+
+    /// f32 forms against their f64 forms: the worst row-relative error.
+    fn gap(fast: &Array2<f32>, book: &Array2<f64>) -> f64 {
+        worst_row_relative_difference(&to_f64(fast), book)
+    }
+
+    const CASES: [(usize, usize, usize); 5] = [
+        (1, 1, 4),
+        (7, 3, 5),
+        (64, 16, 8),
+        (100, 16, 8),
+        (257, 64, 16),
+    ];
+
+    #[test]
+    fn recurrent_f32_equals_the_book_recurrence() {
+        for seed in 0..3 {
+            for (n, _, d) in CASES {
+                let [q, k, v] = random_inputs(seed, n, d, d + 1);
+                let book = linear_attention_recurrent(&q, &k, &v).unwrap();
+                let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+                let fast = linear_attention_recurrent_f32(&q, &k, &v);
+                let e = gap(&fast.unwrap(), &book);
+                assert!(e < 1e-4, "seed {seed}, N {n}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunkwise_f32_equals_the_book_chunkwise_form() {
+        for seed in 0..3 {
+            for (n, chunk, d) in CASES {
+                let [q, k, v] = random_inputs(seed, n, d, d + 1);
+                let book = linear_attention_chunkwise(&q, &k, &v, chunk);
+                let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+                let fast = linear_attention_chunkwise_f32(&q, &k, &v, chunk);
+                let e = gap(&fast.unwrap(), &book.unwrap());
+                assert!(e < 1e-4, "seed {seed}, N {n}, C {chunk}: {e}");
+            }
+        }
+    }
+
+    fn betas(seed: u64, n: usize) -> Array1<f64> {
+        randn(&mut seeded(seed + 50), n, 1)
+            .column(0)
+            .mapv(|x| 1.0 / (1.0 + (-x).exp()))
+    }
+
+    #[test]
+    fn delta_rule_f32_forms_equal_the_book_delta_rule() {
+        for seed in 0..3 {
+            for (n, chunk, d) in CASES {
+                let [q, k, v] = random_inputs(seed, n, d, d + 1);
+                let beta = betas(seed, n);
+                let rec = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+                let chk =
+                    delta_rule_chunkwise(&q, &k, &v, &beta, chunk).unwrap();
+                let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+                let beta = beta.mapv(|x| x as f32);
+                let fast_rec = delta_rule_recurrent_f32(&q, &k, &v, &beta);
+                let fast_chk =
+                    delta_rule_chunkwise_f32(&q, &k, &v, &beta, chunk);
+                let e_rec = gap(&fast_rec.unwrap(), &rec.output);
+                let e_chk = gap(&fast_chk.unwrap(), &chk.output);
+                assert!(e_rec < 1e-4, "seed {seed}, N {n}: {e_rec}");
+                assert!(e_chk < 1e-4, "seed {seed}, N {n}, C {chunk}: {e_chk}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunk_size_does_not_change_the_f32_output_beyond_rounding() {
+        let [q, k, v] = random_inputs(4, 300, 8, 8).map(|a| to_f32(&a));
+        let one = linear_attention_chunkwise_f32(&q, &k, &v, 1).unwrap();
+        for chunk in [2, 7, 64, 300, 1000] {
+            let o = linear_attention_chunkwise_f32(&q, &k, &v, chunk).unwrap();
+            let e = worst_row_relative_difference(&to_f64(&o), &to_f64(&one));
+            assert!(e < 1e-4, "C {chunk}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_f32_input_is_an_input_error() {
+        let [q, k, v] = random_inputs(0, 5, 3, 2).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::ones(5);
+        let err = linear_attention_chunkwise_f32(&q, &k, &v, 0).unwrap_err();
+        assert!(matches!(err, InputError::BadParameter { .. }), "{err}");
+        let err = delta_rule_chunkwise_f32(&q, &k, &v, &beta, 0).unwrap_err();
+        assert!(matches!(err, InputError::BadParameter { .. }), "{err}");
+        let short = q.slice(s![..4, ..]).to_owned();
+        let err = linear_attention_recurrent_f32(&short, &k, &v).unwrap_err();
+        assert!(err.to_string().contains("one key per query"), "{err}");
+        let mut bad = k.clone();
+        bad[[2, 1]] = f32::NAN;
+        let err = linear_attention_recurrent_f32(&q, &bad, &v).unwrap_err();
+        assert!(matches!(err, InputError::NonFinite { name: "k", .. }));
+        let err = delta_rule_recurrent_f32(&q, &k, &v, &beta.slice(s![..4]))
+            .unwrap_err();
+        assert!(err.to_string().contains("one write strength"), "{err}");
+        let empty = Array2::<f32>::zeros((0, 3));
+        let err = linear_attention_recurrent_f32(&empty, &empty, &empty);
+        assert!(matches!(err, Err(InputError::Empty { name: "q", .. })));
+    }
+
+    #[test]
+    fn chunkwise_f32_drifts_less_than_the_recurrent_f32_sum_at_long_n() {
+        let study = accuracy_study(&[4096], 16, 64, 2);
+        let row = &study.rows[0];
+        assert!(row.chunkwise < row.recurrent, "{study}");
+    }
+}
