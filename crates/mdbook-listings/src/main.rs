@@ -1,8 +1,11 @@
-//! `mdbook-listings`: the command mdBook runs as the `listings` preprocessor.
+//! `mdbook-listings`: the command mdBook runs as the `listings` preprocessor,
+//! and, as `mdbook-listings katex-guard`, as a second pass after KaTeX.
 //!
-//! mdBook calls it twice: `mdbook-listings supports RENDERER` (we support
-//! every renderer, so exit 0), then with `[context, book]` as JSON on
-//! standard input, expecting the edited book as JSON on standard output.
+//! mdBook calls it twice: `mdbook-listings [katex-guard] supports RENDERER`
+//! (we support every renderer, so exit 0), then with `[context, book]` as
+//! JSON on standard input, expecting the edited book on standard output.
+
+mod katex_guard;
 
 use mdbook_listings::{BookRegistry, Mode, process};
 use serde_json::Value;
@@ -11,8 +14,23 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("supports") {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let guard_pass = args.first().map(String::as_str) == Some("katex-guard");
+    if args.iter().any(|a| a == "supports") {
         return ExitCode::SUCCESS;
+    }
+    if guard_pass {
+        return match read_book() {
+            Ok((_, mut book)) => {
+                for_each_content(&mut book, &|c| katex_guard::guard(c));
+                println!("{book}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: [katex-guard] {}", e.join("; "));
+                ExitCode::FAILURE
+            }
+        };
     }
     match run() {
         Ok(book) => {
@@ -32,23 +50,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<Value, Vec<String>> {
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|e| vec![format!("cannot read mdBook's input: {e}")])?;
-    let parsed: Value = serde_json::from_str(&input)
-        .map_err(|e| vec![format!("mdBook's input is not JSON: {e}")])?;
-    let [context, mut book]: [Value; 2] = match parsed {
-        Value::Array(pair) => pair.try_into().map_err(|_| {
-            vec!["expected [context, book] from mdBook".to_string()]
-        })?,
-        _ => {
-            return Err(vec![
-                "expected [context, book] from mdBook".to_string(),
-            ]);
+/// Apply `edit` to the content of every chapter.
+fn for_each_content(node: &mut Value, edit: &dyn Fn(&str) -> String) {
+    match node {
+        Value::Object(map) => {
+            if let Some(Value::String(content)) = map.get_mut("content") {
+                *content = edit(content);
+            }
+            for (_, child) in map.iter_mut() {
+                for_each_content(child, edit);
+            }
         }
-    };
+        Value::Array(items) => {
+            items.iter_mut().for_each(|i| for_each_content(i, edit));
+        }
+        _ => {}
+    }
+}
+
+fn run() -> Result<Value, Vec<String>> {
+    let (context, mut book) = read_book()?;
     let root = PathBuf::from(context["root"].as_str().unwrap_or("."));
     let src =
         root.join(context["config"]["book"]["src"].as_str().unwrap_or("src"));
@@ -58,4 +79,22 @@ fn run() -> Result<Value, Vec<String>> {
     };
     process(&mut book, &src, &BookRegistry, mode)?;
     Ok(book)
+}
+
+/// mdBook's `[context, book]` from standard input.
+fn read_book() -> Result<(Value, Value), Vec<String>> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| vec![format!("cannot read mdBook's input: {e}")])?;
+    let parsed: Value = serde_json::from_str(&input)
+        .map_err(|e| vec![format!("mdBook's input is not JSON: {e}")])?;
+    match parsed {
+        Value::Array(pair) if pair.len() == 2 => {
+            let [context, book]: [Value; 2] =
+                pair.try_into().expect("two elements");
+            Ok((context, book))
+        }
+        _ => Err(vec!["expected [context, book] from mdBook".to_string()]),
+    }
 }

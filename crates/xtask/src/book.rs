@@ -49,6 +49,18 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
             katex.join("\n")
         )));
     }
+    // mdBook warns when a chapter's Markdown mangles its inline HTML (say,
+    // emphasis opened in one formula and closed in another).
+    let mangled: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("unexpected HTML"))
+        .collect();
+    if !mangled.is_empty() {
+        return Err(Failure(format!(
+            "Markdown broke the HTML of some chapter:\n{}",
+            mangled.join("\n")
+        )));
+    }
     check_built(root)
 }
 

@@ -20,12 +20,17 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-/// The workspace root (the folder with book.toml).
+/// The workspace root (the folder with book.toml). `cargo run` and
+/// `cargo test` set CARGO_MANIFEST_DIR when they start us, which stays right
+/// even if this binary was built from another checkout sharing the target
+/// folder; the path compiled in is the fallback.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the workspace root exists")
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.join("../..").canonicalize().unwrap_or_else(|e| {
+        panic!("the workspace root {} exists: {e}", manifest.display())
+    })
 }
 
 /// Announce a step.
