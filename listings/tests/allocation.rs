@@ -1,0 +1,199 @@
+//! The memory claims of Part I as deterministic tests: this test binary
+//! counts every allocation through its own global allocator, so the counts
+//! are exact and no clock is read. The recurrent form holds a fixed state
+//! whatever N is; the parallel form builds an N × N matrix.
+//!
+//! The tests of one binary run on several threads at once, beside the test
+//! harness's own thread: only the thread inside `usage` is counted, and
+//! each test takes `SERIAL` first, so no other thread's allocations land
+//! in a count.
+
+use listings::fast_weights::{
+    linear_attention_parallel, linear_attention_recurrent,
+};
+use listings::speed::{
+    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
+    random_inputs, to_f32,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// The system allocator, counting calls and bytes live.
+struct Counting;
+
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Whether this thread's allocations are being counted.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
+
+fn grew(bytes: usize) {
+    if !counting() {
+        return;
+    }
+    CALLS.fetch_add(1, Relaxed);
+    let live = LIVE.fetch_add(bytes, Relaxed) + bytes;
+    PEAK.fetch_max(live, Relaxed);
+}
+
+fn shrank(bytes: usize) {
+    if counting() {
+        LIVE.fetch_sub(bytes, Relaxed);
+    }
+}
+
+// SAFETY: every call is passed on to `System` unchanged; the counters only
+// observe it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        shrank(layout.size());
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(
+        &self,
+        ptr: *mut u8,
+        layout: Layout,
+        new_size: usize,
+    ) -> *mut u8 {
+        shrank(layout.size());
+        grew(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// What one call allocated: calls, and the peak of bytes live above what
+/// was live when it started.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    calls: usize,
+    peak_extra: usize,
+}
+
+/// Run `f` (its inputs made beforehand) and count what it allocates.
+fn usage<R>(f: impl FnOnce() -> R) -> Usage {
+    // Bytes freed here that were allocated before would count as negative:
+    // LIVE starts high enough that it never wraps, and PEAK is read above it.
+    let before = usize::MAX / 2;
+    LIVE.store(before, Relaxed);
+    PEAK.store(before, Relaxed);
+    CALLS.store(0, Relaxed);
+    COUNTING.with(|c| c.set(true));
+    let result = f();
+    COUNTING.with(|c| c.set(false));
+    let usage = Usage {
+        calls: CALLS.load(Relaxed),
+        peak_extra: PEAK.load(Relaxed) - before,
+    };
+    drop(result);
+    usage
+}
+
+const FLOAT: usize = std::mem::size_of::<f32>();
+
+#[test]
+fn recurrent_form_allocates_nothing_per_token() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m) = (16, 8);
+    let mut seen = Vec::new();
+    for n in [64, 256, 1024, 4096] {
+        let [q, k, v] = random_inputs(0, n, d, m).map(|a| to_f32(&a));
+        let used = usage(|| linear_attention_recurrent_f32(&q, &k, &v));
+        seen.push((n, used));
+    }
+    // The same number of allocations at every N: none inside the loop.
+    let calls = seen[0].1.calls;
+    assert!(seen.iter().all(|(_, u)| u.calls == calls), "{seen:?}");
+    // Beyond the output O: (N, m), the same bytes at every N: the state S,
+    // z and the scratch rows.
+    let state: Vec<usize> = seen
+        .iter()
+        .map(|(n, u)| u.peak_extra - n * m * FLOAT)
+        .collect();
+    assert!(state.iter().all(|&s| s == state[0]), "{seen:?}");
+    assert!(state[0] <= 4 * (m * d + 3 * d) * FLOAT, "{seen:?}");
+}
+
+#[test]
+fn chunkwise_form_peak_memory_does_not_grow_with_n() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m, chunk) = (16, 8, 32);
+    let extra: Vec<(usize, usize)> = [256, 1024, 4096]
+        .into_iter()
+        .map(|n| {
+            let [q, k, v] = random_inputs(1, n, d, m).map(|a| to_f32(&a));
+            let used =
+                usage(|| linear_attention_chunkwise_f32(&q, &k, &v, chunk));
+            (n, used.peak_extra - n * m * FLOAT)
+        })
+        .collect();
+    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+}
+
+#[test]
+fn parallel_form_peak_memory_grows_as_n_squared() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m) = (8, 8);
+    let peak = |n: usize| {
+        let [q, k, v] = random_inputs(2, n, d, m);
+        usage(|| linear_attention_parallel(&q, &k, &v)).peak_extra
+    };
+    let peaks: Vec<(usize, usize)> = [512, 1024, 2048]
+        .into_iter()
+        .map(|n| (n, peak(n)))
+        .collect();
+    for pair in peaks.windows(2) {
+        let [(n, small), (_, large)] = [pair[0], pair[1]];
+        let ratio = large as f64 / small as f64;
+        // Exactly 4 for the N × N scores alone; the O(N) buffers beside
+        // them, and matrixmultiply's packing buffers, whose size does not
+        // depend on N, pull the ratio a little below 4.
+        assert!((3.7..=4.0).contains(&ratio), "N {n}: ratio {ratio}");
+        let scores = n * n * std::mem::size_of::<f64>();
+        assert!(small >= scores, "N {n}: the scores are held at once");
+    }
+}
+
+#[test]
+fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m) = (16, 8);
+    let seen: Vec<(usize, Usage)> = [256, 1024]
+        .into_iter()
+        .map(|n| {
+            let [q, k, v] = random_inputs(3, n, d, m);
+            (n, usage(|| linear_attention_recurrent(&q, &k, &v)))
+        })
+        .collect();
+    let [(n1, u1), (n2, u2)] = [seen[0], seen[1]];
+    // Its temporaries (the outer product, the read) come and go each
+    // token: the count of calls grows with N, the bytes held do not.
+    assert!(u2.calls - u1.calls >= n2 - n1, "{seen:?}");
+    let float = std::mem::size_of::<f64>();
+    let state = |n: usize, u: Usage| u.peak_extra - n * m * float;
+    assert_eq!(state(n1, u1), state(n2, u2), "{seen:?}");
+}
