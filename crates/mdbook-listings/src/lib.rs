@@ -32,7 +32,7 @@ pub struct FigureData {
 
 /// Where figures and outputs come from. The book uses [`BookRegistry`];
 /// tests use a small fake.
-pub trait Registry {
+pub trait Registry: Sync {
     fn figure(&self, name: &str) -> Option<FigureData>;
     fn figure_names(&self) -> Vec<&'static str>;
     fn output(&self, name: &str) -> Option<String>;
@@ -134,7 +134,7 @@ pub fn process(
     let mut errors = Vec::new();
     let index = number_items(&chapters, src, registry, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
-    let mut outputs = HashMap::new();
+    let made = make_all(&index, registry);
     let mut expanded = Vec::with_capacity(chapters.len());
     for (i, ch) in chapters.iter().enumerate() {
         expanded.push(expand(
@@ -144,8 +144,7 @@ pub fn process(
             &paths,
             &index,
             src,
-            registry,
-            &mut outputs,
+            &made,
             &mut errors,
         ));
     }
@@ -503,6 +502,53 @@ fn lookup<'a>(
     all.iter().find(|(c, _)| *c == here).or_else(|| all.first())
 }
 
+/// Every figure and output the book shows, made once each.
+struct Made {
+    figures: HashMap<String, FigureData>,
+    outputs: HashMap<String, String>,
+}
+
+/// Run the experiments behind every figure and output the book shows,
+/// once each, on every core: they are independent, and together they are
+/// most of the build's time.
+fn make_all(index: &Index, registry: &dyn Registry) -> Made {
+    let jobs: Vec<&(Kind, String)> = index
+        .keys()
+        .filter(|(kind, _)| *kind != Kind::Listing)
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Made {
+        figures: HashMap::new(),
+        outputs: HashMap::new(),
+    });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i =
+                        next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some((kind, name)) = jobs.get(i).map(|j| (j.0, &j.1))
+                    else {
+                        break;
+                    };
+                    if kind == Kind::Figure {
+                        if let Some(fig) = registry.figure(name) {
+                            let mut made =
+                                done.lock().expect("no job panicked");
+                            made.figures.insert(name.clone(), fig);
+                        }
+                    } else if let Some(text) = registry.output(name) {
+                        let mut made = done.lock().expect("no job panicked");
+                        made.outputs.insert(name.clone(), text);
+                    }
+                }
+            });
+        }
+    });
+    done.into_inner().expect("no job panicked")
+}
+
 #[allow(clippy::too_many_arguments)]
 fn expand(
     mode: Mode,
@@ -511,8 +557,7 @@ fn expand(
     paths: &[String],
     index: &Index,
     src: &Path,
-    registry: &dyn Registry,
-    outputs: &mut HashMap<String, String>,
+    made: &Made,
     errors: &mut Vec<String>,
 ) -> String {
     let mut out = String::with_capacity(ch.content.len());
@@ -535,14 +580,10 @@ fn expand(
                     continue; // unknown: reported while numbering
                 };
                 if kind == Kind::Figure {
-                    if let Some(fig) = registry.figure(name) {
-                        figure_html(&mut out, name, label, &fig);
+                    if let Some(fig) = made.figures.get(name) {
+                        figure_html(&mut out, name, label, fig);
                     }
-                } else {
-                    let text =
-                        outputs.entry(name.to_string()).or_insert_with(|| {
-                            registry.output(name).unwrap_or_default()
-                        });
+                } else if let Some(text) = made.outputs.get(name) {
                     output_block(&mut out, name, label, text);
                 }
             }
