@@ -13,7 +13,7 @@
 //! page holds every chapter with its math and figures (and that figures
 //! keep their size in print styles); and types terms into the search bar.
 //! It saves screenshots of every chapter (light and navy) and of every
-//! figure in every theme under the screenshots folder.
+//! figure in the light, coal and navy themes under the screenshots folder.
 //!
 //! Why Node and playwright-core rather than the DevTools protocol from
 //! Rust: playwright-core is one npm package with no dependencies and no

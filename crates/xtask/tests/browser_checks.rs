@@ -86,7 +86,7 @@ fn the_defect_free_book_passes_and_is_photographed() {
         "second-navy.png",
         "figures/chapter--figure-causal-attention-heatmap-light.png",
         "figures/chapter--figure-causal-attention-heatmap-coal.png",
-        "figures/second--figure-causal-attention-heatmap-ayu.png",
+        "figures/second--figure-causal-attention-heatmap-navy.png",
     ] {
         let png = fs::read(shots.join(shot)).unwrap_or_default();
         assert!(png.starts_with(b"\x89PNG"), "{shot} is a PNG");
