@@ -19,27 +19,8 @@ use crate::input::InputError;
 use crate::kernel::worst_row_relative_difference;
 use crate::random::{randn, seeded};
 use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Zip, s};
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
 use std::fmt;
-
-/// Σ_i a_i b_i over two slices of one length, in eight running sums so
-/// that the compiler can keep them in one vector register.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut sums = [0.0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a8.zip(b8) {
-        for lane in 0..8 {
-            sums[lane] += x[lane] * y[lane];
-        }
-    }
-    sums.iter().sum::<f32>() + tail
-}
 
 /// The checks of `input::check_qkv` for a causal read, on f32 operands.
 fn check_causal_f32(
@@ -97,8 +78,9 @@ fn check_chunk(chunk: usize) -> Result<(), InputError> {
 
 // ANCHOR: linear_attention_recurrent_f32
 /// The recurrence of `linear_attention_recurrent` in f32, allocating only
-/// before the loop: per token, one pass over the rows s_i of S: (m, p)
-/// does the write s_i += v_ti φ(k_t) and the read o_ti = s_i · φ(q_t).
+/// before the loop. S: (m, p) is kept by columns, s_j = S[:, j], so that
+/// one pass over j does the write s_j += φ(k_t)_j v_t and the read
+/// o_t = Σ_j φ(q_t)_j s_j, both on whole rows of memory.
 /// phi_q, phi_k: (N, p), v: (N, m); returns O: (N, m).
 pub fn linear_attention_recurrent_f32(
     phi_q: &ArrayRef2<f32>,
@@ -107,22 +89,26 @@ pub fn linear_attention_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_causal_f32(phi_q, phi_k, v)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
-    let mut s = vec![0.0f32; m * p]; // S_0 = 0, row-major (m, p)
+    let mut s = vec![0.0f32; p * m]; // S_0 = 0: p columns of length m
     let mut z = vec![0.0f32; p]; // z_0 = 0
-    let (mut q_t, mut k_t) = (vec![0.0f32; p], vec![0.0f32; p]);
+    let (mut v_t, mut read) = (vec![0.0f32; m], vec![0.0f32; m]);
     let mut o = Array2::<f32>::zeros((n, m));
     for (t, mut o_t) in o.rows_mut().into_iter().enumerate() {
-        // Copy token t into contiguous scratch (its rows may be strided).
-        q_t.iter_mut().zip(phi_q.row(t)).for_each(|(a, &b)| *a = b);
-        k_t.iter_mut().zip(phi_k.row(t)).for_each(|(a, &b)| *a = b);
-        z.iter_mut().zip(&k_t).for_each(|(z_j, &k_j)| *z_j += k_j);
-        let norm = dot(&z, &q_t); // z_tᵀ φ(q_t)
-        for ((s_i, &v_ti), o_ti) in
-            s.chunks_exact_mut(p).zip(v.row(t)).zip(&mut o_t)
+        v_t.iter_mut().zip(v.row(t)).for_each(|(a, &b)| *a = b);
+        read.fill(0.0);
+        let mut norm = 0.0; // z_tᵀ φ(q_t)
+        let features = phi_k.row(t).into_iter().zip(phi_q.row(t));
+        for ((s_j, z_j), (&k_j, &q_j)) in
+            s.chunks_exact_mut(m).zip(&mut z).zip(features)
         {
-            s_i.iter_mut().zip(&k_t).for_each(|(x, &k)| *x += v_ti * k);
-            *o_ti = dot(s_i, &q_t) / norm;
+            *z_j += k_j;
+            norm += *z_j * q_j;
+            for ((s_ij, &v_i), r_i) in s_j.iter_mut().zip(&v_t).zip(&mut read) {
+                *s_ij += k_j * v_i; // write
+                *r_i += q_j * *s_ij; // read
+            }
         }
+        o_t.iter_mut().zip(&read).for_each(|(o, &r)| *o = r / norm);
     }
     Ok(o)
 }
@@ -214,8 +200,10 @@ fn sum_normalise_into(
 
 // ANCHOR: delta_rule_recurrent_f32
 /// The delta rule of `delta_rule_recurrent` in f32, allocating only before
-/// the loop. Per token, for each row w_i of W: (m, p):
-/// w_i += β_t (v_ti − w_i · k̄_t) k̄_t, then y_ti = w_i · q̄_t.
+/// the loop. W: (m, p) is kept by columns w_j, as S is in
+/// `linear_attention_recurrent_f32`. Per token: the prediction
+/// ŵ = Σ_j k̄_j w_j, the step u = β_t (v_t − ŵ), then in one pass
+/// w_j += k̄_j u and y_t = Σ_j q̄_j w_j.
 /// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
 pub fn delta_rule_recurrent_f32(
     phi_q: &ArrayRef2<f32>,
@@ -225,20 +213,28 @@ pub fn delta_rule_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_delta_f32(phi_q, phi_k, v, beta)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
-    let mut w = vec![0.0f32; m * p]; // W_0 = 0, row-major (m, p)
+    let mut w = vec![0.0f32; p * m]; // W_0 = 0: p columns of length m
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
+    let mut step = vec![0.0f32; m];
     let mut y = Array2::<f32>::zeros((n, m));
     for (t, mut y_t) in y.rows_mut().into_iter().enumerate() {
         sum_normalise_into(phi_k.row(t).iter().copied(), &mut k_bar);
         sum_normalise_into(phi_q.row(t).iter().copied(), &mut q_bar);
-        for ((w_i, &v_ti), y_ti) in
-            w.chunks_exact_mut(p).zip(v.row(t)).zip(&mut y_t)
+        step.fill(0.0);
+        for (w_j, &k_j) in w.chunks_exact(m).zip(&k_bar) {
+            let pairs = step.iter_mut().zip(w_j);
+            pairs.for_each(|(u, &w_ij)| *u += k_j * w_ij); // ŵ = W k̄
+        }
+        let values = step.iter_mut().zip(v.row(t));
+        values.for_each(|(u, &v_i)| *u = beta[t] * (v_i - *u)); // β (v − ŵ)
+        let y_t = y_t.as_slice_mut().expect("a row of a new array");
+        for ((w_j, &k_j), &q_j) in w.chunks_exact_mut(m).zip(&k_bar).zip(&q_bar)
         {
-            let step = beta[t] * (v_ti - dot(w_i, &k_bar)); // β (v − ŵ)
-            w_i.iter_mut()
-                .zip(&k_bar)
-                .for_each(|(x, &k)| *x += step * k);
-            *y_ti = dot(w_i, &q_bar);
+            for ((w_ij, &u_i), y_i) in w_j.iter_mut().zip(&step).zip(&mut *y_t)
+            {
+                *w_ij += k_j * u_i; // write
+                *y_i += q_j * *w_ij; // read
+            }
         }
     }
     Ok(y)
@@ -295,11 +291,10 @@ pub fn delta_rule_chunkwise_f32(
         t.fill(0.0);
         for i in 0..c {
             t[[i, i]] = b[i];
-            for j in 0..i {
-                let a_ij = b[i] * a[[i, j]];
-                for col in 0..=j {
-                    t[[i, col]] -= a_ij * t[[j, col]];
-                }
+            let (done, mut rest) = t.view_mut().split_at(Axis(0), i);
+            let mut t_i = rest.row_mut(0);
+            for (j, t_j) in done.rows().into_iter().enumerate() {
+                t_i.scaled_add(-b[i] * a[[i, j]], &t_j);
             }
         }
         let mut tk = tk_buf.slice_mut(s![..c, ..]);

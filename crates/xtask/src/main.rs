@@ -10,13 +10,16 @@
 //!                     browser check, failure checks
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
 //!                     rewrite listings/data/retrieval.tsv
+//! cargo xtask bench   time every schedule at f32 (release, one thread) beside
+//!                     the matmul ceiling; table + JSON in target/bench/
 //! ```
 
 use std::process::ExitCode;
 use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
-    "usage: cargo xtask <setup | build | serve | browser | test | retrieval>
+    "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
+                    bench>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -30,7 +33,11 @@ const USAGE: &str =
           checks' own tests
   retrieval  train every model of the retrieval chapter (release mode,
           every core, about a quarter of an hour on two cores) and rewrite
-          listings/data/retrieval.tsv, which the book's figures read";
+          listings/data/retrieval.tsv, which the book's figures read
+  bench   time every schedule of the book at f32 on one thread (release
+          mode, about a minute and a half) beside this machine's f32
+          matrix-multiply throughput; prints a table and the target
+          ratios, and writes target/bench/latest.json";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -41,6 +48,7 @@ fn main() -> ExitCode {
         "browser" => browser(),
         "test" => test(),
         "retrieval" => retrieval(),
+        "bench" => bench(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -87,6 +95,23 @@ fn retrieval() -> Result<(), Failure> {
             "listings",
             "--example",
             "retrieval_sweep",
+        ],
+        &root(),
+    )
+}
+
+fn bench() -> Result<(), Failure> {
+    xtask::step("benchmarking every schedule (cargo run --release)");
+    run(
+        "cargo",
+        &[
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "listings",
+            "--example",
+            "bench",
         ],
         &root(),
     )

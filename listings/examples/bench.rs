@@ -1,0 +1,561 @@
+//! `cargo xtask bench`: time every schedule of the book at f32 on one
+//! thread, beside this machine's f32 matrix-multiply throughput (the
+//! ceiling), print a table and the issue's target ratios, and write the
+//! table as JSON to target/bench/. Built in release mode by xtask.
+//!
+//! The forms the book shows only in f64 (softmax attention, the parallel
+//! N × N form, the two non-causal groupings) are transcribed here to f32,
+//! line for line, so that every form is timed at one precision; the fast
+//! forms are the tested ones of `listings::speed`.
+
+use listings::delta::delta_rule_recurrent;
+use listings::ndarray::{Array1, Array2, ArrayRef2, Axis};
+use listings::schedules::Machine;
+use listings::speed::{
+    delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
+    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
+    random_inputs, to_f32,
+};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// The system allocator, counting calls: the bench reports how many
+/// allocations the recurrent form makes at each N.
+struct Counting;
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to `System` unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        CALLS.fetch_add(1, Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const LENGTHS: [usize; 4] = [256, 1024, 4096, 16384];
+const WIDTHS: [usize; 2] = [64, 32];
+/// The largest N at which the N × N forms run, for each width: their
+/// scores take N² · 4 bytes (1 GiB at N = 16384) and seconds per call;
+/// the targets need them at N = 16384 for d = 64 only.
+fn max_n_squared(d: usize) -> usize {
+    if d == 64 { 16384 } else { 4096 }
+}
+const CHUNKS: [usize; 5] = [32, 64, 128, 256, 512];
+
+/// Median, min and max seconds of a form, after one warm-up call.
+#[derive(Clone, Copy)]
+struct Timing {
+    median: f64,
+    min: f64,
+    max: f64,
+    reps: usize,
+}
+
+/// CPU seconds this thread has run (CLOCK_THREAD_CPUTIME_ID): on a machine
+/// shared with other work, the time a form computed, not the time it
+/// waited for a core. Every form here runs on this one thread.
+fn cpu_seconds() -> f64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let status =
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "this system has a thread CPU clock");
+    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
+}
+
+/// Warm up once, then repeat at least 3 and at most 9 times, stopping
+/// after 3 once a second of samples is in.
+fn time(mut f: impl FnMut()) -> Timing {
+    f();
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while samples.len() < 9
+        && (samples.len() < 3 || started.elapsed() < Duration::from_secs(1))
+    {
+        let t = cpu_seconds();
+        f();
+        samples.push(cpu_seconds() - t);
+    }
+    samples.sort_by(f64::total_cmp);
+    Timing {
+        median: samples[samples.len() / 2],
+        min: samples[0],
+        max: samples[samples.len() - 1],
+        reps: samples.len(),
+    }
+}
+
+/// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32.
+fn softmax_causal(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Array2<f32> {
+    let scale = 1.0 / (q.ncols() as f32).sqrt();
+    let mut scores = q.dot(&k.t());
+    for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
+        let max = row
+            .iter()
+            .take(t + 1)
+            .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let mut total = 0.0;
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = if j <= t {
+                ((*x - max) * scale).exp()
+            } else {
+                0.0
+            };
+            total += *x;
+        }
+        row.mapv_inplace(|x| x / total);
+    }
+    scores.dot(v)
+}
+
+/// `linear_attention_parallel` at f32: the masked N × N product.
+fn linear_parallel(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Array2<f32> {
+    let mut scores = phi_q.dot(&phi_k.t());
+    for ((t, j), s) in scores.indexed_iter_mut() {
+        if j > t {
+            *s = 0.0;
+        }
+    }
+    let numerator = scores.dot(v);
+    numerator / scores.sum_axis(Axis(1)).insert_axis(Axis(1))
+}
+
+/// `linear_attention_scores_first` at f32 (non-causal).
+fn scores_first(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Array2<f32> {
+    let scores = phi_q.dot(&phi_k.t());
+    let numerator = scores.dot(v);
+    numerator / scores.sum_axis(Axis(1)).insert_axis(Axis(1))
+}
+
+/// `linear_attention_memory_first` at f32 (non-causal).
+fn memory_first(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Array2<f32> {
+    let s = v.t().dot(phi_k);
+    let z = phi_k.sum_axis(Axis(0));
+    phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1))
+}
+
+/// Floating-point operations each form performs (a multiply-add is two),
+/// counting every product it computes, including the masked half of a
+/// causal score matrix that it computes and then zeroes.
+fn flops(form: &str, n: usize, d: usize, chunk: usize) -> f64 {
+    let (n, d, c) = (n as f64, d as f64, chunk as f64);
+    let chunks = (n / c).ceil();
+    match form {
+        "softmax (causal)" | "parallel N×N" | "scores first" => {
+            4.0 * n * n * d
+        }
+        "recurrent" | "memory first" => 4.0 * n * d * d,
+        "chunkwise" => 4.0 * n * d * d + chunks * 4.0 * c * c * d,
+        "delta recurrent" | "delta recurrent f64" => 6.0 * n * d * d,
+        "delta chunkwise" => {
+            6.0 * n * d * d + chunks * (10.0 * c * c * d + c * c * c / 3.0)
+        }
+        _ => unreachable!("{form}"),
+    }
+}
+
+/// A chunkwise form, a width, and median seconds at each chunk size.
+type ChunkTimes = (&'static str, usize, Vec<(usize, f64)>);
+
+struct Row {
+    form: &'static str,
+    causal: bool,
+    d: usize,
+    n: usize,
+    chunk: usize,
+    timing: Option<Timing>,
+    gflops: f64,
+}
+
+fn ceiling() -> Vec<(usize, f64)> {
+    [128, 256, 512, 1024]
+        .into_iter()
+        .map(|size| {
+            let a = to_f32(&random_inputs(9, size, size, size)[2]);
+            let t = time(|| {
+                black_box(a.dot(&a));
+            });
+            (size, 2.0 * (size as f64).powi(3) / t.median / 1e9)
+        })
+        .collect()
+}
+
+fn main() {
+    let started = Instant::now();
+    let machine = Machine::now();
+    eprintln!(
+        "bench: f32, one thread, thread CPU time, {} ({})",
+        machine.cpu, machine.date
+    );
+    let ceiling_points = ceiling();
+    let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    eprintln!("matmul ceiling: {ceiling:.1} GFLOP/s ({ceiling_points:?})");
+
+    // The chunk sizes: for each chunkwise form and width, the fastest of a
+    // few at N = 4096.
+    let mut chunk_for = Vec::new();
+    let mut chunk_times = Vec::new();
+    for d in WIDTHS {
+        let [q, k, v] = random_inputs(1, 4096, d, d).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::from_elem(4096, 0.5);
+        let mut best = [0; 2];
+        for (form, best) in
+            ["chunkwise", "delta chunkwise"].iter().zip(&mut best)
+        {
+            let times: Vec<(usize, f64)> = CHUNKS
+                .iter()
+                .map(|&c| {
+                    let t = time(|| {
+                        if *form == "chunkwise" {
+                            let o =
+                                linear_attention_chunkwise_f32(&q, &k, &v, c);
+                            black_box(o.expect("shapes agree"));
+                        } else {
+                            let o =
+                                delta_rule_chunkwise_f32(&q, &k, &v, &beta, c);
+                            black_box(o.expect("shapes agree"));
+                        }
+                    });
+                    (c, t.median)
+                })
+                .collect();
+            *best = times
+                .iter()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("chunks")
+                .0;
+            eprintln!("d = {d}, {form}: chunk {best} (of {times:?})");
+            chunk_times.push((*form, d, times));
+        }
+        chunk_for.push((d, best));
+    }
+
+    let mut rows = Vec::new();
+    let mut allocations = Vec::new();
+    for (d, [chunk, delta_chunk]) in chunk_for.iter().copied() {
+        for n in LENGTHS {
+            let [q64, k64, v64] = random_inputs(2, n, d, d);
+            let [q, k, v] = [&q64, &k64, &v64].map(|a| to_f32(a));
+            let beta64: Array1<f64> = Array1::from_shape_fn(n, |t| {
+                1.0 / (1.0 + (-((t % 7) as f64 - 3.0)).exp())
+            });
+            let beta = beta64.mapv(|b| b as f32);
+            let before = CALLS.load(Relaxed);
+            black_box(linear_attention_recurrent_f32(&q, &k, &v).unwrap());
+            allocations.push((d, n, CALLS.load(Relaxed) - before));
+            let small = n <= max_n_squared(d);
+            let mut add = |form, causal, runs: bool, f: &mut dyn FnMut()| {
+                let timing = runs.then(|| time(f));
+                let chunk = match form {
+                    "chunkwise" => chunk,
+                    "delta chunkwise" => delta_chunk,
+                    _ => 0,
+                };
+                let gflops = timing.map_or(f64::NAN, |t| {
+                    flops(form, n, d, chunk) / t.median / 1e9
+                });
+                rows.push(Row {
+                    form,
+                    causal,
+                    d,
+                    n,
+                    chunk,
+                    timing,
+                    gflops,
+                });
+            };
+            let (q, k, v) = (&q, &k, &v);
+            let beta = &beta;
+            add("softmax (causal)", true, small, &mut || {
+                black_box(softmax_causal(q, k, v));
+            });
+            add("parallel N×N", true, small, &mut || {
+                black_box(linear_parallel(q, k, v));
+            });
+            add("recurrent", true, true, &mut || {
+                black_box(linear_attention_recurrent_f32(q, k, v).unwrap());
+            });
+            add("chunkwise", true, true, &mut || {
+                black_box(
+                    linear_attention_chunkwise_f32(q, k, v, chunk).unwrap(),
+                );
+            });
+            add("delta recurrent", true, true, &mut || {
+                black_box(delta_rule_recurrent_f32(q, k, v, beta).unwrap());
+            });
+            let book = (q64.clone(), k64.clone(), v64.clone());
+            add("delta recurrent f64", true, d == 64, &mut || {
+                let (q, k, v) = (&book.0, &book.1, &book.2);
+                let read = delta_rule_recurrent(q, k, v, &beta64).unwrap();
+                black_box(read.output);
+            });
+            add("delta chunkwise", true, true, &mut || {
+                black_box(
+                    delta_rule_chunkwise_f32(q, k, v, beta, delta_chunk)
+                        .unwrap(),
+                );
+            });
+            add("scores first", false, small, &mut || {
+                black_box(scores_first(q, k, v));
+            });
+            add("memory first", false, true, &mut || {
+                black_box(memory_first(q, k, v));
+            });
+            eprintln!("d = {d}, N = {n}: done at {:?}", started.elapsed());
+        }
+    }
+
+    let table = render_table(&rows, ceiling);
+    println!("{table}");
+    let targets = targets(&rows, ceiling, &allocations);
+    println!("{targets}");
+    let json = to_json(
+        &machine,
+        ceiling,
+        &ceiling_points,
+        &chunk_times,
+        &rows,
+        &allocations,
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&dir).expect("target/bench can be made");
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for name in ["latest.json".to_string(), format!("bench-{seconds}.json")] {
+        std::fs::write(dir.join(&name), &json).expect("JSON written");
+    }
+    println!(
+        "wrote target/bench/latest.json and target/bench/bench-{seconds}.json \
+         in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn render_table(rows: &[Row], ceiling: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<21} {:>3} {:>6} {:>4} {:>10} {:>19} {:>11} {:>7} {:>6}",
+        "form",
+        "d",
+        "N",
+        "C",
+        "median ms",
+        "min–max ms",
+        "tokens/s",
+        "GFLOP/s",
+        "% ceil"
+    );
+    for r in rows {
+        let chunk = match r.chunk {
+            0 => "–".to_string(),
+            c => c.to_string(),
+        };
+        let name = if r.causal {
+            r.form.to_string()
+        } else {
+            format!("{} (nc)", r.form)
+        };
+        let _ = match r.timing {
+            Some(t) => writeln!(
+                out,
+                "{:<21} {:>3} {:>6} {:>4} {:>10.3} {:>19} {:>11.3e} {:>7.2} {:>6.1}",
+                name,
+                r.d,
+                r.n,
+                chunk,
+                t.median * 1e3,
+                format!("{:.3}–{:.3}", t.min * 1e3, t.max * 1e3),
+                r.n as f64 / t.median,
+                r.gflops,
+                100.0 * r.gflops / ceiling
+            ),
+            None => writeln!(
+                out,
+                "{:<21} {:>3} {:>6} {:>4} skipped (see below)",
+                name, r.d, r.n, chunk
+            ),
+        };
+    }
+    let _ = write!(
+        out,
+        "(nc) non-causal. GFLOP/s counts every product a form computes, the \
+         masked half of a score matrix included. C: the chunk size measured \
+         fastest at N = 4096. Skipped: the N×N forms above N = 4096 at \
+         d = 32 (seconds per call, 1 GiB of scores), and the f64 listing of \
+         the delta rule (the book's form, for reference) at d = 32."
+    );
+    out
+}
+
+fn find<'a>(rows: &'a [Row], form: &str, d: usize, n: usize) -> &'a Row {
+    rows.iter()
+        .find(|r| r.form == form && r.d == d && r.n == n)
+        .expect("every form runs at every size")
+}
+
+fn targets(
+    rows: &[Row],
+    ceiling: f64,
+    allocations: &[(usize, usize, usize)],
+) -> String {
+    let (d, n) = (64, 16384);
+    let median =
+        |form| find(rows, form, d, n).timing.map_or(f64::NAN, |t| t.median);
+    let percent = |form| 100.0 * find(rows, form, d, n).gflops / ceiling;
+    let calls: Vec<usize> = allocations
+        .iter()
+        .filter(|a| a.0 == d)
+        .map(|a| a.2)
+        .collect();
+    let flat = calls.iter().all(|&c| c == calls[0]);
+    let checks = [
+        (
+            "chunkwise reaches ≥ 25% of the matmul ceiling",
+            format!("{:.1}%", percent("chunkwise")),
+            percent("chunkwise") >= 25.0,
+        ),
+        (
+            "chunkwise is ≥ 10× faster than parallel N×N",
+            format!("{:.1}×", median("parallel N×N") / median("chunkwise")),
+            median("parallel N×N") / median("chunkwise") >= 10.0,
+        ),
+        (
+            "recurrent reaches ≥ 10% of the matmul ceiling",
+            format!("{:.1}%", percent("recurrent")),
+            percent("recurrent") >= 10.0,
+        ),
+        (
+            "recurrent allocates nothing per token",
+            format!("{calls:?} allocations at N = {LENGTHS:?}"),
+            flat,
+        ),
+        (
+            "delta chunkwise is ≥ 5× faster than delta recurrent",
+            format!(
+                "{:.1}×",
+                median("delta recurrent") / median("delta chunkwise")
+            ),
+            median("delta recurrent") / median("delta chunkwise") >= 5.0,
+        ),
+        (
+            "delta chunkwise is ≥ 5× faster than the f64 listing's recurrence",
+            format!(
+                "{:.1}×",
+                median("delta recurrent f64") / median("delta chunkwise")
+            ),
+            median("delta recurrent f64") / median("delta chunkwise") >= 5.0,
+        ),
+    ];
+    let mut out =
+        format!("targets at N = {n}, d = {d} (ratios of this run):\n");
+    for (what, value, met) in checks {
+        let verdict = if met { "met" } else { "NOT met" };
+        let _ = writeln!(out, "  {verdict:<8} {what}: {value}");
+    }
+    out
+}
+
+fn to_json(
+    machine: &Machine,
+    ceiling: f64,
+    ceiling_points: &[(usize, f64)],
+    chunk_times: &[ChunkTimes],
+    rows: &[Row],
+    allocations: &[(usize, usize, usize)],
+) -> String {
+    let num = |x: f64| {
+        if x.is_finite() {
+            format!("{x:e}")
+        } else {
+            "null".to_string()
+        }
+    };
+    let mut out = String::from("{\n");
+    let _ = writeln!(out, "  \"cpu\": {:?},", machine.cpu);
+    let _ = writeln!(out, "  \"cores\": {},", machine.cores);
+    let _ = writeln!(out, "  \"date\": {:?},", machine.date);
+    let _ = writeln!(out, "  \"precision\": \"f32\",\n  \"threads\": 1,");
+    let _ = writeln!(out, "  \"ceiling_gflops\": {},", num(ceiling));
+    let points: Vec<String> = ceiling_points
+        .iter()
+        .map(|(s, g)| format!("{{\"size\": {s}, \"gflops\": {}}}", num(*g)))
+        .collect();
+    let _ = writeln!(out, "  \"matmul\": [{}],", points.join(", "));
+    let chunks: Vec<String> = chunk_times
+        .iter()
+        .flat_map(|(form, d, times)| {
+            times.iter().map(move |(c, s)| {
+                format!("{{\"form\": {form:?}, \"d\": {d}, \"n\": 4096, \"chunk\": {c}, \"seconds\": {}}}", num(*s))
+            })
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "  \"chunk_sizes\": [\n    {}\n  ],",
+        chunks.join(",\n    ")
+    );
+    let allocs: Vec<String> = allocations
+        .iter()
+        .map(|(d, n, c)| format!("{{\"d\": {d}, \"n\": {n}, \"calls\": {c}}}"))
+        .collect();
+    let _ =
+        writeln!(out, "  \"recurrent_allocations\": [{}],", allocs.join(", "));
+    let entries: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let (median, min, max, reps) = r.timing.map_or(
+                ("null".into(), "null".into(), "null".into(), 0),
+                |t| (num(t.median), num(t.min), num(t.max), t.reps),
+            );
+            format!(
+                "{{\"form\": {:?}, \"causal\": {}, \"d\": {}, \"n\": {}, \
+                 \"chunk\": {}, \"median_s\": {median}, \"min_s\": {min}, \
+                 \"max_s\": {max}, \"reps\": {reps}, \"gflops\": {}, \
+                 \"skipped\": {}}}",
+                r.form,
+                r.causal,
+                r.d,
+                r.n,
+                r.chunk,
+                num(r.gflops),
+                r.timing.is_none()
+            )
+        })
+        .collect();
+    let _ =
+        writeln!(out, "  \"rows\": [\n    {}\n  ]", entries.join(",\n    "));
+    out.push('}');
+    out.push('\n');
+    out
+}
