@@ -183,6 +183,14 @@ pub const ALL: &[Output] = &[
         run: || crate::schedules::measured_timing().to_string(),
     },
     Output {
+        name: "speed-accuracy",
+        run: || crate::speed::speed_accuracy().to_string(),
+    },
+    Output {
+        name: "speed-chunk-size",
+        run: || crate::speed::measured_chunk_sizes().to_string(),
+    },
+    Output {
         name: "feature-map-normaliser",
         run: || crate::normaliser::normaliser_study(200, 8, 10).to_string(),
     },

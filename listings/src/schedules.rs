@@ -418,7 +418,7 @@ fn thread_cpu_seconds() -> Option<f64> {
 }
 
 /// Seconds `f` takes on `clock`.
-fn time_once<R>(clock: Clock, f: impl FnOnce() -> R) -> f64 {
+pub fn time_once<R>(clock: Clock, f: impl FnOnce() -> R) -> f64 {
     match clock {
         Clock::ThreadCpu => {
             let start = thread_cpu_seconds().expect("checked by Clock::best");

@@ -18,9 +18,12 @@ use crate::feature_maps::elu_plus_one;
 use crate::input::InputError;
 use crate::kernel::worst_row_relative_difference;
 use crate::random::{randn, seeded};
+use crate::schedules::{Clock, Machine, time_once};
+use crate::summary::Spread;
 use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
 use std::fmt;
+use std::sync::OnceLock;
 
 /// The checks of `input::check_qkv` for a causal read, on f32 operands.
 fn check_causal_f32(
@@ -397,9 +400,9 @@ pub fn accuracy_study(
     }
 }
 
-/// The appendix's accuracy study: d = m = 32, chunks of 64, three seeds.
+/// The appendix's accuracy study: d = m = 32, chunks of 64, two seeds.
 pub fn speed_accuracy() -> AccuracyStudy {
-    accuracy_study(&[256, 1024, 4096, 16384], 32, 64, 3)
+    accuracy_study(&[256, 1024, 4096, 16384], 32, 64, 2)
 }
 
 impl fmt::Display for AccuracyStudy {
@@ -419,6 +422,122 @@ impl fmt::Display for AccuracyStudy {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Time per call of the f32 chunkwise form against the chunk size C, at one
+/// length, beside the f32 recurrence (one chunk per token, no products).
+pub struct ChunkSizeStudy {
+    pub n: usize,
+    pub d: usize,
+    pub reps: usize,
+    pub clock: Clock,
+    pub machine: Machine,
+    /// (C, median seconds per call).
+    pub chunks: Vec<(usize, f64)>,
+    /// Median seconds per call of `linear_attention_recurrent_f32`.
+    pub recurrent: f64,
+}
+
+/// Time the chunkwise form at each chunk size and the recurrence, `reps`
+/// rounds of every one, and keep the medians (φ = elu+1 of random inputs,
+/// d = m, seed 0, made before any clock starts).
+pub fn chunk_size_study(
+    n: usize,
+    d: usize,
+    chunks: &[usize],
+    reps: usize,
+) -> ChunkSizeStudy {
+    let clock = Clock::best();
+    let [q, k, v] = random_inputs(0, n, d, d).map(|a| to_f32(&a));
+    let mut samples = vec![Vec::new(); chunks.len() + 1];
+    for _ in 0..reps {
+        for (&c, times) in chunks.iter().zip(&mut samples) {
+            times.push(time_once(clock, || {
+                linear_attention_chunkwise_f32(&q, &k, &v, c)
+            }));
+        }
+        let last = samples.last_mut().expect("one for the recurrence");
+        last.push(time_once(clock, || {
+            linear_attention_recurrent_f32(&q, &k, &v)
+        }));
+    }
+    let median = |xs: &[f64]| Spread::of(xs).median;
+    ChunkSizeStudy {
+        n,
+        d,
+        reps,
+        clock,
+        machine: Machine::now(),
+        chunks: chunks
+            .iter()
+            .zip(&samples)
+            .map(|(&c, s)| (c, median(s)))
+            .collect(),
+        recurrent: median(samples.last().expect("one for the recurrence")),
+    }
+}
+
+/// The appendix's chunk-size study, measured once per process so that
+/// the figure and the table of one build show the same run.
+pub fn measured_chunk_sizes() -> &'static ChunkSizeStudy {
+    static STUDY: OnceLock<ChunkSizeStudy> = OnceLock::new();
+    STUDY.get_or_init(|| {
+        chunk_size_study(
+            4096,
+            32,
+            &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+            5,
+        )
+    })
+}
+
+impl ChunkSizeStudy {
+    /// The chunk size with the shortest median time.
+    pub fn best(&self) -> usize {
+        let fastest = self.chunks.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+        fastest.expect("at least one chunk size").0
+    }
+
+    /// Where, when and how the study was measured, on two lines.
+    pub fn provenance(&self) -> String {
+        format!(
+            "measured {} on {} ({} cores), one thread, f32, N = {}, d = m = {};\n\
+             the build's profile, median of {} runs",
+            self.machine.date,
+            self.machine.cpu,
+            self.machine.cores,
+            self.n,
+            self.d,
+            self.reps
+        )
+    }
+}
+
+impl fmt::Display for ChunkSizeStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.provenance())?;
+        writeln!(f, "{:>6}  {:>8}", "C", "ms")?;
+        for &(c, s) in &self.chunks {
+            writeln!(f, "{c:>6}  {:>8.3}", s * 1e3)?;
+        }
+        writeln!(f, "recurrent: {:.3} ms", self.recurrent * 1e3)?;
+        write!(
+            f,
+            "fastest C: {}, {:.1}x faster than C = {} and {:.1}x faster than C = {}",
+            self.best(),
+            self.chunks[0].1 / self.time_of(self.best()),
+            self.chunks[0].0,
+            self.chunks.last().expect("chunks").1 / self.time_of(self.best()),
+            self.chunks.last().expect("chunks").0,
+        )
+    }
+}
+
+impl ChunkSizeStudy {
+    fn time_of(&self, chunk: usize) -> f64 {
+        let row = self.chunks.iter().find(|r| r.0 == chunk);
+        row.expect("a measured chunk size").1
     }
 }
 
