@@ -487,7 +487,7 @@ pub fn measured_chunk_sizes() -> &'static ChunkSizeStudy {
             4096,
             32,
             &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            5,
+            3,
         )
     })
 }

@@ -12,6 +12,7 @@ mod paper;
 mod rank;
 mod retrieval;
 mod schedules;
+mod speed;
 mod style;
 mod taylor;
 
@@ -208,12 +209,36 @@ pub const ALL: &[Figure] = &[
             after its p: 8 for elu+1, 16, 32 and 48 for DPFP-1, -2, -3.",
         render: feature_map::feature_map_capacity,
     },
+    Figure {
+        name: "speed-accuracy",
+        caption: "How far the f32 schedules stray from the f64 recurrence on \
+            the same inputs: the worst relative error of an output row, worst \
+            of the seeds, against the sequence length, on log-log axes \
+            (φ = elu+1, d = m = 32).",
+        alt: "A log-log chart of error against N from 256 to 16384 with two \
+            lines, recurrent and chunkwise, both rising slowly with N; the \
+            chunkwise line lies at or a little below the recurrent line.",
+        render: speed::speed_accuracy_figure,
+    },
+    Figure {
+        name: "speed-chunk-size",
+        caption: "Time per call of the f32 chunkwise form against its chunk \
+            size C, on log-log axes, measured while this copy of the book \
+            was built, beside the f32 recurrence (flat: it has no chunks). \
+            Small chunks pay per call of a matrix product; large ones pay \
+            for the C × C score block of each chunk.",
+        alt: "A log-log chart of milliseconds against chunk size from 2 to \
+            1024. The chunkwise line falls from small C to a minimum at a \
+            middling C and rises again for large C; a flat line marks the \
+            recurrent form.",
+        render: speed::speed_chunk_size_figure,
+    },
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,
 /// and each says where and when it was measured; every other figure is
 /// byte-identical from build to build.
-pub const MEASURED: &[&str] = &["schedules-timing"];
+pub const MEASURED: &[&str] = &["schedules-timing", "speed-chunk-size"];
 
 impl Figure {
     /// Whether this figure shows measured time (see [`MEASURED`]).

@@ -1,0 +1,103 @@
+//! The figures of the appendix "Where speed comes from": how far each f32
+//! schedule strays from an f64 reference as N grows, and the time of the
+//! chunkwise form against its chunk size (measured while the book builds).
+
+use crate::lines::{Axes, Line, panel};
+use crate::style::themeable;
+use listings::speed::{measured_chunk_sizes, speed_accuracy};
+use plotters::prelude::*;
+
+const OK: &str = "drawing into a string cannot fail";
+
+/// Worst row-relative error of the f32 recurrent and chunkwise forms
+/// against the f64 recurrence, against N, on log-log axes.
+pub fn speed_accuracy_figure() -> String {
+    let study = speed_accuracy();
+    let curve = |f: fn(&listings::speed::AccuracyRow) -> f64| {
+        study.rows.iter().map(|r| (r.n as f64, f(r))).collect()
+    };
+    let lines = [
+        Line {
+            name: "recurrent, f32".to_string(),
+            style: 0,
+            points: curve(|r| r.recurrent),
+        },
+        Line {
+            name: format!("chunkwise, f32, C = {}", study.chunk),
+            style: 1,
+            points: curve(|r| r.chunkwise),
+        },
+    ];
+    let n_max = study.rows.last().map_or(1.0, |r| r.n as f64);
+    let n_min = study.rows.first().map_or(1.0, |r| r.n as f64);
+    let axes = Axes {
+        x: (n_min / 1.4, n_max * 1.4),
+        x_log: Some(2),
+        y: (1e-8, 1e-5),
+        y_log: 10,
+        x_desc: "sequence length N",
+        y_desc: "worst row-relative error",
+    };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 400)).into_drawing_area();
+        panel(&root, &axes, &lines, SeriesLabelPosition::UpperLeft);
+        root.present().expect(OK);
+    }
+    themeable(&svg)
+}
+
+/// Milliseconds per call of the f32 chunkwise form against C on log-log
+/// axes, with the f32 recurrence as a flat line, and where and when.
+pub fn speed_chunk_size_figure() -> String {
+    let study = measured_chunk_sizes();
+    let points: Vec<(f64, f64)> = study
+        .chunks
+        .iter()
+        .map(|&(c, s)| (c as f64, s * 1e3))
+        .collect();
+    let (c_lo, c_hi) = (points[0].0, points[points.len() - 1].0);
+    let recurrent = study.recurrent * 1e3;
+    let lines = [
+        Line {
+            name: "chunkwise, f32".to_string(),
+            style: 1,
+            points: points.clone(),
+        },
+        Line {
+            name: "recurrent, f32 (no chunks)".to_string(),
+            style: 0,
+            points: vec![(c_lo, recurrent), (c_hi, recurrent)],
+        },
+    ];
+    let all = points.iter().map(|p| p.1).chain([recurrent]);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
+        (lo.min(y), hi.max(y))
+    });
+    let axes = Axes {
+        x: (c_lo / 1.4, c_hi * 1.4),
+        x_log: Some(2),
+        y: (
+            10f64.powf(lo.log10().floor()),
+            10f64.powf(hi.log10().ceil() + 0.5),
+        ),
+        y_log: 10,
+        x_desc: "chunk size C",
+        y_desc: "milliseconds per call",
+    };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 450)).into_drawing_area();
+        let (chart, notes) = root.split_vertically(400);
+        panel(&chart, &axes, &lines, SeriesLabelPosition::UpperRight);
+        let style = ("sans-serif", 13).into_font().color(&BLACK);
+        for (i, line) in study.provenance().lines().enumerate() {
+            let at = (16, 8 + 18 * i as i32);
+            notes.draw(&Text::new(line, at, &style)).expect(OK);
+        }
+        root.present().expect(OK);
+    }
+    themeable(&svg)
+}
