@@ -139,6 +139,7 @@ fn rms(errors: &Array1<f64>) -> f64 {
 
 /// The sweep's curves for one feature map: one entry per n in [`NS`],
 /// averaged over seeds 0..[`SEEDS`].
+#[derive(Clone)]
 pub struct MapCurves {
     pub map: FeatureMap,
     pub p: usize,
@@ -150,6 +151,13 @@ pub struct MapCurves {
 
 /// Run the whole sweep: every map, every n, every seed.
 pub fn capacity_sweep() -> Vec<MapCurves> {
+    // The chapter shows it twice (a table and a figure): compute it once.
+    static SWEEP: std::sync::OnceLock<Vec<MapCurves>> =
+        std::sync::OnceLock::new();
+    SWEEP.get_or_init(compute_capacity_sweep).clone()
+}
+
+fn compute_capacity_sweep() -> Vec<MapCurves> {
     MAPS.iter()
         .map(|&map| {
             let mut c = MapCurves {

@@ -8,6 +8,7 @@ use ndarray::Array1;
 use std::fmt;
 
 /// How far FAVOR+'s estimate of exp(qᵀk) strays, at r random features.
+#[derive(Clone)]
 pub struct SpreadRow {
     pub r: usize,
     /// Standard deviation of φ(q)ᵀφ(k) over draws of Ω, divided by
@@ -64,6 +65,15 @@ fn std_dev(xs: &[f64]) -> f64 {
 
 /// Widths of the keys, the numbers of random features and the draws of
 /// the spread study.
+/// The chapter's spread study (shown as a table and a figure), computed
+/// once per process.
+pub fn chapter_favor_spread() -> Vec<SpreadRow> {
+    static ROWS: std::sync::OnceLock<Vec<SpreadRow>> =
+        std::sync::OnceLock::new();
+    ROWS.get_or_init(|| favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS))
+        .clone()
+}
+
 pub const SPREAD_D: usize = 8;
 pub const SPREAD_RS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 pub const SPREAD_DRAWS: usize = 1000;

@@ -76,8 +76,7 @@ pub const ALL: &[Output] = &[
         name: "favor-spread",
         run: || {
             use crate::feature_study::*;
-            let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
-            SpreadTable(rows).to_string()
+            SpreadTable(chapter_favor_spread()).to_string()
         },
     },
     Output {
@@ -142,7 +141,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "kernel-rank",
-        run: || kernel::rank_study(&RANK_LENGTHS, 4, 16.0, 0).to_string(),
+        run: || chapter_rank_study().to_string(),
     },
     Output {
         name: "kernel-taylor",
@@ -221,6 +220,14 @@ pub const COST_LENGTHS: [u64; 5] =
 
 /// Sequence lengths of the rank study of "Delete the softmax".
 pub const RANK_LENGTHS: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
+
+/// The rank study of "Delete the softmax" (shown as a table and a figure):
+/// points in d = 4, a hot temperature of 16√d, computed once per process.
+pub fn chapter_rank_study() -> &'static kernel::RankStudy {
+    static STUDY: std::sync::OnceLock<kernel::RankStudy> =
+        std::sync::OnceLock::new();
+    STUDY.get_or_init(|| kernel::rank_study(&RANK_LENGTHS, 4, 16.0, 0))
+}
 
 /// The output named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Output> {

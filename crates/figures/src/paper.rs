@@ -9,9 +9,6 @@ use listings::capacity::crosstalk_study;
 use listings::capacity_sweep::{
     FeatureMap, MapCurves, NS, PASSES, capacity_sweep,
 };
-use listings::feature_study::{
-    SPREAD_D, SPREAD_DRAWS, SPREAD_RS, favor_spread,
-};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -175,7 +172,7 @@ pub fn capacity_crosstalk() -> String {
 /// FAVOR+'s relative spread against r, log-log: measured with independent
 /// and with orthogonal random features, and the exact value for the first.
 pub fn favor_spread_figure() -> String {
-    let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+    let rows = listings::feature_study::chapter_favor_spread();
     let pick = |f: &dyn Fn(&listings::feature_study::SpreadRow) -> f64| {
         rows.iter().map(|r| (r.r as f64, f(r))).collect()
     };

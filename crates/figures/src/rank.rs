@@ -4,18 +4,12 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::kernel::{rank_study, taylor_dimension};
-use listings::outputs::RANK_LENGTHS;
+use listings::kernel::taylor_dimension;
 use plotters::prelude::*;
-
-/// Width of the points, and the hot temperature as a multiple of √d, as in
-/// the output `kernel-rank`.
-const D: usize = 4;
-const HOT: f64 = 16.0;
 
 /// Numerical rank against N, log-log, one line per kernel.
 pub fn kernel_rank() -> String {
-    let study = rank_study(&RANK_LENGTHS, D, HOT, 0);
+    let study = listings::outputs::chapter_rank_study();
     let line = |name: String, style, f: &dyn Fn(&_) -> usize| Line {
         name,
         style,
@@ -25,14 +19,16 @@ pub fn kernel_rank() -> String {
             .map(|r| (r.n as f64, f(r) as f64))
             .collect(),
     };
-    let p2 = taylor_dimension(D, 2);
+    let p2 = taylor_dimension(study.d, 2);
     let lines = [
         line("exp(xᵀy/√d)".into(), 0, &|r| r.softmax),
-        line(format!("exp(xᵀy/τ), τ = {HOT}√d"), 1, &|r| {
-            r.softmax_hot
-        }),
+        line(
+            format!("exp(xᵀy/τ), τ = {}√d", study.hot_tau_over_sqrt_d),
+            1,
+            &|r| r.softmax_hot,
+        ),
         line(format!("Taylor degree 2, p = {p2}"), 4, &|r| r.taylor2),
-        line(format!("elu+1, p = d = {D}"), 2, &|r| r.elu),
+        line(format!("elu+1, p = d = {}", study.d), 2, &|r| r.elu),
     ];
     let mut svg = String::new();
     {
