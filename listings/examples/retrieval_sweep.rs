@@ -3,6 +3,7 @@
 //! builds it in release mode; it uses every core and shows its progress.
 
 use listings::retrieval::sweep::{Record, plan, run_all, to_tsv};
+use listings::schedules::Machine;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -37,6 +38,7 @@ fn main() {
     eprintln!();
     let minutes = start.elapsed().as_secs_f64() / 60.0;
     let cpu = cpu_minutes();
+    let machine = Machine::now();
     let records: Vec<Record> = runs
         .iter()
         .zip(&outcomes)
@@ -47,10 +49,10 @@ fn main() {
         "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
         format!(
             "Machine: {} ({threads} threads); {minutes:.1} minutes wall clock, {}.",
-            cpu_name(),
+            machine.cpu,
             cpu.map_or("CPU time unknown".to_string(), |c| format!("{c:.1} minutes of CPU time")),
         ),
-        format!("Date: {}", today()),
+        format!("Date: {}", machine.date),
     ];
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
@@ -71,35 +73,4 @@ fn cpu_minutes() -> Option<f64> {
     let user: f64 = fields.get(11)?.parse().ok()?;
     let system: f64 = fields.get(12)?.parse().ok()?;
     Some((user + system) / 100.0 / 60.0)
-}
-
-/// The processor's model name, from /proc/cpuinfo where there is one.
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
-}
-
-/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
