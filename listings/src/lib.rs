@@ -26,6 +26,7 @@ pub mod input;
 pub mod kernel;
 pub mod normaliser;
 pub mod outputs;
+pub mod primer;
 pub mod random;
 pub mod retrieval;
 pub mod schedules;

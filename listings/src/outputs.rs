@@ -43,6 +43,35 @@ pub const ALL: &[Output] = &[
         },
     },
     Output {
+        name: "primer-overlaps",
+        run: || {
+            let ds = [4, 16, 64, 256, 1024];
+            let rows = crate::primer::overlap_study(&ds, 32, 10);
+            crate::primer::OverlapTable {
+                n: 32,
+                seeds: 10,
+                rows,
+            }
+            .to_string()
+        },
+    },
+    Output {
+        name: "primer-effective-rank",
+        run: || {
+            use crate::primer::{PRIMER_SETS, RankTable, effective_rank_study};
+            let (n, d, m) = (16, 32, 16);
+            let rows = effective_rank_study(&PRIMER_SETS, n, d, m, 0..10);
+            RankTable {
+                n,
+                d,
+                m,
+                seeds: 0..10,
+                rows,
+            }
+            .to_string()
+        },
+    },
+    Output {
         name: "delta-appendix-a",
         run: || {
             let rows = crate::delta::appendix_a_study(&[0.0, 0.3, 0.7, 1.0], 0);
