@@ -25,6 +25,73 @@ use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
 use std::fmt;
 use std::sync::OnceLock;
 
+/// `recurrent_token_f32` compiled for AVX2 where this CPU has it (asked at
+/// run time, a cached flag), else as baseline x86-64 code with 4-wide
+/// vectors. The compiler vectorises its loops 8 floats at a time under
+/// AVX2; matrixmultiply makes the same choice inside its kernels, and our
+/// loops have to ask for it.
+fn recurrent_token_wide(
+    s: &mut [f32],
+    z: &mut [f32],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    read: &mut [f32],
+) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(
+            s: &mut [f32],
+            z: &mut [f32],
+            q: &[f32],
+            k: &[f32],
+            v: &[f32],
+            read: &mut [f32],
+        ) -> f32 {
+            recurrent_token_f32(s, z, q, k, v, read)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: this CPU has AVX2, the one feature `avx2` assumes.
+            return unsafe { avx2(s, z, q, k, v, read) };
+        }
+    }
+    recurrent_token_f32(s, z, q, k, v, read)
+}
+
+/// `delta_token_f32` in the widest vectors this CPU has, as
+/// `recurrent_token_wide`.
+fn delta_token_wide(
+    w: &mut [f32],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    beta: f32,
+    u: &mut [f32],
+    y: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx2(
+            w: &mut [f32],
+            q: &[f32],
+            k: &[f32],
+            v: &[f32],
+            beta: f32,
+            u: &mut [f32],
+            y: &mut [f32],
+        ) {
+            delta_token_f32(w, q, k, v, beta, u, y)
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: this CPU has AVX2, the one feature `avx2` assumes.
+            return unsafe { avx2(w, q, k, v, beta, u, y) };
+        }
+    }
+    delta_token_f32(w, q, k, v, beta, u, y)
+}
+
 /// The checks of `input::check_qkv` for a causal read, on f32 operands.
 fn check_causal_f32(
     q: &ArrayRef2<f32>,
@@ -79,11 +146,44 @@ fn check_chunk(chunk: usize) -> Result<(), InputError> {
     Ok(())
 }
 
+// ANCHOR: recurrent_token_f32
+/// One token of the f32 recurrence, in place: with S: (m, p) kept by
+/// columns (s_j is s[j m..(j + 1) m]), one pass over j does the write
+/// s_j += k_j v and z_j += k_j, and sums the read Σ_j q_j s_j into `read`.
+/// Returns the normaliser zᵀq. q, k, z: (p), v, read: (m).
+#[inline(always)] // so that the caller's vector width applies here
+#[allow(clippy::needless_range_loop)] // index loops vectorise best here
+pub fn recurrent_token_f32(
+    s: &mut [f32],
+    z: &mut [f32],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    read: &mut [f32],
+) -> f32 {
+    let m = v.len();
+    let read = &mut read[..m]; // length m, as v: no bounds checks below
+    read.fill(0.0);
+    let mut norm = 0.0;
+    for j in 0..k.len() {
+        let (q_j, k_j) = (q[j], k[j]);
+        z[j] += k_j;
+        norm += z[j] * q_j;
+        let s_j = &mut s[j * m..(j + 1) * m];
+        for i in 0..m {
+            s_j[i] += k_j * v[i]; // write
+            read[i] += q_j * s_j[i]; // read
+        }
+    }
+    norm
+}
+// ANCHOR_END: recurrent_token_f32
+
 // ANCHOR: linear_attention_recurrent_f32
-/// The recurrence of `linear_attention_recurrent` in f32, allocating only
-/// before the loop. S: (m, p) is kept by columns, s_j = S[:, j], so that
-/// one pass over j does the write s_j += φ(k_t)_j v_t and the read
-/// o_t = Σ_j φ(q_t)_j s_j, both on whole rows of memory.
+/// The recurrence of `linear_attention_recurrent` in f32: S and z are made
+/// before the loop, each token's rows are read where they lie, and each
+/// token updates S and z in place and writes its read straight into O,
+/// with `recurrent_token_f32` (in the widest vectors this CPU has).
 /// phi_q, phi_k: (N, p), v: (N, m); returns O: (N, m).
 pub fn linear_attention_recurrent_f32(
     phi_q: &ArrayRef2<f32>,
@@ -92,26 +192,23 @@ pub fn linear_attention_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_causal_f32(phi_q, phi_k, v)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
-    let mut s = vec![0.0f32; p * m]; // S_0 = 0: p columns of length m
+    let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let mut z = vec![0.0f32; p]; // z_0 = 0
-    let (mut v_t, mut read) = (vec![0.0f32; m], vec![0.0f32; m]);
+    // Rows as plain slices: borrowed when the inputs are in standard
+    // (row-major) layout, as they usually are; copied once if not.
+    let (q_all, k_all, v_all) = (
+        phi_q.as_standard_layout(),
+        phi_k.as_standard_layout(),
+        v.as_standard_layout(),
+    );
+    let q_rows = slice(&q_all).chunks_exact(p);
+    let k_rows = slice(&k_all).chunks_exact(p);
+    let v_rows = slice(&v_all).chunks_exact(m);
     let mut o = Array2::<f32>::zeros((n, m));
-    for (t, mut o_t) in o.rows_mut().into_iter().enumerate() {
-        v_t.iter_mut().zip(v.row(t)).for_each(|(a, &b)| *a = b);
-        read.fill(0.0);
-        let mut norm = 0.0; // z_tᵀ φ(q_t)
-        let features = phi_k.row(t).into_iter().zip(phi_q.row(t));
-        for ((s_j, z_j), (&k_j, &q_j)) in
-            s.chunks_exact_mut(m).zip(&mut z).zip(features)
-        {
-            *z_j += k_j;
-            norm += *z_j * q_j;
-            for ((s_ij, &v_i), r_i) in s_j.iter_mut().zip(&v_t).zip(&mut read) {
-                *s_ij += k_j * v_i; // write
-                *r_i += q_j * *s_ij; // read
-            }
-        }
-        o_t.iter_mut().zip(&read).for_each(|(o, &r)| *o = r / norm);
+    let o_rows = o.as_slice_mut().expect("a new array").chunks_exact_mut(m);
+    for (((q_t, k_t), v_t), o_t) in q_rows.zip(k_rows).zip(v_rows).zip(o_rows) {
+        let norm = recurrent_token_wide(&mut s, &mut z, q_t, k_t, v_t, o_t);
+        o_t.iter_mut().for_each(|o| *o /= norm); // o_t = S_t q / z_tᵀ q
     }
     Ok(o)
 }
@@ -192,6 +289,11 @@ fn check_delta_f32(
     Ok(())
 }
 
+/// The entries of a standard-layout matrix, row after row.
+fn slice<'a>(a: &'a ndarray::CowArray<'_, f32, ndarray::Ix2>) -> &'a [f32] {
+    a.as_slice().expect("standard layout")
+}
+
 /// x / Σ x into `out`, for a row of positive features.
 fn sum_normalise_into(
     x: impl IntoIterator<Item = f32> + Clone,
@@ -201,12 +303,45 @@ fn sum_normalise_into(
     out.iter_mut().zip(x).for_each(|(o, x)| *o = x / total);
 }
 
+// ANCHOR: delta_token_f32
+/// One token of the f32 delta rule, in place, with W: (m, p) kept by
+/// columns w_j: the prediction ŵ = Σ_j k_j w_j, the step
+/// u = β (v − ŵ), then in one pass w_j += k_j u and y = Σ_j q_j w_j.
+/// q, k: (p) sum-normalised, v, u, y: (m).
+#[inline(always)] // so that the caller's vector width applies here
+pub fn delta_token_f32(
+    w: &mut [f32],
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    beta: f32,
+    u: &mut [f32],
+    y: &mut [f32],
+) {
+    let m = v.len();
+    u.fill(0.0);
+    for (w_j, &k_j) in w.chunks_exact(m).zip(k) {
+        u.iter_mut()
+            .zip(w_j)
+            .for_each(|(u_i, &w_ij)| *u_i += k_j * w_ij);
+    }
+    u.iter_mut()
+        .zip(v)
+        .for_each(|(u_i, &v_i)| *u_i = beta * (v_i - *u_i));
+    y.fill(0.0);
+    for (w_j, (&q_j, &k_j)) in w.chunks_exact_mut(m).zip(q.iter().zip(k)) {
+        for ((w_ij, &u_i), y_i) in w_j.iter_mut().zip(&*u).zip(&mut *y) {
+            *w_ij += k_j * u_i; // write
+            *y_i += q_j * *w_ij; // read
+        }
+    }
+}
+// ANCHOR_END: delta_token_f32
+
 // ANCHOR: delta_rule_recurrent_f32
-/// The delta rule of `delta_rule_recurrent` in f32, allocating only before
-/// the loop. W: (m, p) is kept by columns w_j, as S is in
-/// `linear_attention_recurrent_f32`. Per token: the prediction
-/// ŵ = Σ_j k̄_j w_j, the step u = β_t (v_t − ŵ), then in one pass
-/// w_j += k̄_j u and y_t = Σ_j q̄_j w_j.
+/// The delta rule of `delta_rule_recurrent` in f32: W and the scratch rows
+/// are made before the loop, and each token updates them in place with
+/// `delta_token_f32` (in the widest vectors this CPU has).
 /// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
 pub fn delta_rule_recurrent_f32(
     phi_q: &ArrayRef2<f32>,
@@ -216,29 +351,18 @@ pub fn delta_rule_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_delta_f32(phi_q, phi_k, v, beta)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
-    let mut w = vec![0.0f32; p * m]; // W_0 = 0: p columns of length m
+    let mut w = vec![0.0f32; p * m]; // W_0 = 0, by columns
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
-    let mut step = vec![0.0f32; m];
+    let mut u = vec![0.0f32; m];
+    let v_all = v.as_standard_layout(); // borrowed unless v is strided
+    let v_rows = slice(&v_all).chunks_exact(m);
     let mut y = Array2::<f32>::zeros((n, m));
-    for (t, mut y_t) in y.rows_mut().into_iter().enumerate() {
+    let y_rows = y.as_slice_mut().expect("a new array").chunks_exact_mut(m);
+    for (t, (v_t, y_t)) in v_rows.zip(y_rows).enumerate() {
         sum_normalise_into(phi_k.row(t).iter().copied(), &mut k_bar);
         sum_normalise_into(phi_q.row(t).iter().copied(), &mut q_bar);
-        step.fill(0.0);
-        for (w_j, &k_j) in w.chunks_exact(m).zip(&k_bar) {
-            let pairs = step.iter_mut().zip(w_j);
-            pairs.for_each(|(u, &w_ij)| *u += k_j * w_ij); // ŵ = W k̄
-        }
-        let values = step.iter_mut().zip(v.row(t));
-        values.for_each(|(u, &v_i)| *u = beta[t] * (v_i - *u)); // β (v − ŵ)
-        let y_t = y_t.as_slice_mut().expect("a row of a new array");
-        for ((w_j, &k_j), &q_j) in w.chunks_exact_mut(m).zip(&k_bar).zip(&q_bar)
-        {
-            for ((w_ij, &u_i), y_i) in w_j.iter_mut().zip(&step).zip(&mut *y_t)
-            {
-                *w_ij += k_j * u_i; // write
-                *y_i += q_j * *w_ij; // read
-            }
-        }
+        let b = beta[t];
+        delta_token_wide(&mut w, &q_bar, &k_bar, v_t, b, &mut u, y_t);
     }
     Ok(y)
 }
@@ -546,6 +670,7 @@ mod tests {
     use super::*;
     use crate::delta::{delta_rule_chunkwise, delta_rule_recurrent};
     use crate::schedules::linear_attention_chunkwise;
+    use ndarray::ShapeBuilder;
 
     /// f32 forms against their f64 forms: the worst row-relative error.
     fn gap(fast: &Array2<f32>, book: &Array2<f64>) -> f64 {
@@ -570,6 +695,12 @@ mod tests {
                 let fast = linear_attention_recurrent_f32(&q, &k, &v);
                 let e = gap(&fast.unwrap(), &book);
                 assert!(e < 1e-4, "seed {seed}, N {n}: {e}");
+                // The same inputs in column-major layout: copied, not misread.
+                let mut q_cols = Array2::zeros(q.dim().f());
+                q_cols.assign(&q);
+                let fast = linear_attention_recurrent_f32(&q_cols, &k, &v);
+                let e = gap(&fast.unwrap(), &book);
+                assert!(e < 1e-4, "column-major, seed {seed}, N {n}: {e}");
             }
         }
     }
