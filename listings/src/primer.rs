@@ -328,7 +328,7 @@ impl KeySet {
         match self {
             KeySet::Orthonormal => "orthonormal".to_string(),
             KeySet::Correlated(1.0) => "one key, n copies".to_string(),
-            KeySet::Correlated(rho) => format!("correlated, rho = {rho}"),
+            KeySet::Correlated(rho) => format!("shared, rho = {rho}"),
         }
     }
 }
@@ -388,13 +388,13 @@ impl fmt::Display for RankTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "n = {} unit keys in d = {}, unit values in m = {}, seeds {:?}; \
-             median (min-max) over seeds",
+            "n = {} unit keys in d = {}, unit values in m = {}, seeds {:?}",
             self.n, self.d, self.m, self.seeds
         )?;
+        writeln!(f, "ranks: median (min-max) over the seeds")?;
         write!(
             f,
-            "{:<24}  {:>14}  {:>22}  {:>16}",
+            "{:<18}  {:>14}  {:>22}  {:>16}",
             "keys", "numerical rank", "effective rank", "RMS recall error"
         )?;
         for r in &self.rows {
@@ -408,7 +408,7 @@ impl fmt::Display for RankTable {
                 format!("{:.2} ({:.2}-{:.2})", er.median, er.min, er.max);
             write!(
                 f,
-                "\n{:<24}  {:>14}  {:>22}  {:>16.3}",
+                "\n{:<18}  {:>14}  {:>22}  {:>16.3}",
                 r.keys.label(),
                 rank,
                 erank,
