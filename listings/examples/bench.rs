@@ -50,7 +50,7 @@ const WIDTHS: [usize; 2] = [64, 32];
 fn max_n_squared(d: usize) -> usize {
     if d == 64 { 16384 } else { 4096 }
 }
-const CHUNKS: [usize; 5] = [32, 64, 128, 256, 512];
+const CHUNKS: [usize; 6] = [8, 16, 32, 64, 128, 256];
 
 /// Median, min and max seconds of a form, after one warm-up call.
 #[derive(Clone, Copy)]
