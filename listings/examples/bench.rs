@@ -234,21 +234,35 @@ fn main() {
         for (form, best) in
             ["chunkwise", "delta chunkwise"].iter().zip(&mut best)
         {
+            // Rounds of every chunk size in turn, so that a busy moment of
+            // a shared machine lands on one sample of each, not on all
+            // samples of one; then the median of each.
+            let run = |c: usize| {
+                let start = cpu_seconds();
+                if *form == "chunkwise" {
+                    let o = linear_attention_chunkwise_f32(&q, &k, &v, c);
+                    black_box(o.expect("shapes agree"));
+                } else {
+                    let o = delta_rule_chunkwise_f32(&q, &k, &v, &beta, c);
+                    black_box(o.expect("shapes agree"));
+                }
+                cpu_seconds() - start
+            };
+            CHUNKS.iter().for_each(|&c| {
+                run(c); // warm-up
+            });
+            let mut samples = vec![Vec::new(); CHUNKS.len()];
+            for _ in 0..7 {
+                for (&c, s) in CHUNKS.iter().zip(&mut samples) {
+                    s.push(run(c));
+                }
+            }
             let times: Vec<(usize, f64)> = CHUNKS
                 .iter()
-                .map(|&c| {
-                    let t = time(|| {
-                        if *form == "chunkwise" {
-                            let o =
-                                linear_attention_chunkwise_f32(&q, &k, &v, c);
-                            black_box(o.expect("shapes agree"));
-                        } else {
-                            let o =
-                                delta_rule_chunkwise_f32(&q, &k, &v, &beta, c);
-                            black_box(o.expect("shapes agree"));
-                        }
-                    });
-                    (c, t.median)
+                .zip(&mut samples)
+                .map(|(&c, s)| {
+                    s.sort_by(f64::total_cmp);
+                    (c, s[s.len() / 2])
                 })
                 .collect();
             *best = times
