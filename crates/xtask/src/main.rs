@@ -84,24 +84,16 @@ fn browser() -> Result<(), Failure> {
 }
 
 fn retrieval() -> Result<(), Failure> {
-    xtask::step("retraining the retrieval sweep (cargo run --release)");
-    run(
-        "cargo",
-        &[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "listings",
-            "--example",
-            "retrieval_sweep",
-        ],
-        &root(),
-    )
+    release_example("retraining the retrieval sweep", "retrieval_sweep")
 }
 
 fn bench() -> Result<(), Failure> {
-    xtask::step("benchmarking every schedule (cargo run --release)");
+    release_example("benchmarking every schedule", "bench")
+}
+
+/// Run one of `listings`' examples in release mode, announcing `what`.
+fn release_example(what: &str, example: &str) -> Result<(), Failure> {
+    xtask::step(&format!("{what} (cargo run --release --example {example})"));
     run(
         "cargo",
         &[
@@ -111,7 +103,7 @@ fn bench() -> Result<(), Failure> {
             "--package",
             "listings",
             "--example",
-            "bench",
+            example,
         ],
         &root(),
     )
