@@ -110,19 +110,8 @@ fn listings_errors(log: &str) -> String {
 
 /// Every `.html` file under `dir`, sorted.
 fn html_pages(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let mut pages = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for entry in fs::read_dir(&d)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path.extension().is_some_and(|e| e == "html") {
-                pages.push(path);
-            }
-        }
-    }
-    pages.sort();
+    let mut pages = crate::links::all_files(dir)?;
+    pages.retain(|p| p.extension().is_some_and(|e| e == "html"));
     Ok(pages)
 }
 

@@ -243,7 +243,8 @@ fn slash(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
 
-fn all_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+/// Every file under `dir`, sorted.
+pub(crate) fn all_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     let mut files = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
