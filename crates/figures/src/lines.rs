@@ -88,6 +88,32 @@ pub fn panel(
 
 const OK: &str = "drawing into a string cannot fail";
 
+/// A measured figure: a [`panel`] of `size` with `chart_height` pixels for
+/// the chart and, below it, one line of small text per line of `notes`
+/// (where and when it was measured). Returns the themeable SVG.
+pub fn panel_with_notes(
+    size: (u32, u32),
+    chart_height: u32,
+    axes: &Axes,
+    lines: &[Line],
+    position: SeriesLabelPosition,
+    notes: &str,
+) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let (chart, below) = root.split_vertically(chart_height);
+        panel(&chart, axes, lines, position);
+        let style = ("sans-serif", 13).into_font().color(&BLACK);
+        for (i, line) in notes.lines().enumerate() {
+            let at = (16, 8 + 18 * i as i32);
+            below.draw(&Text::new(line, at, &style)).expect(OK);
+        }
+        root.present().expect(OK);
+    }
+    crate::style::themeable(&svg)
+}
+
 fn frame<'a, 'b>(
     area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
 ) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {

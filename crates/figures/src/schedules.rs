@@ -3,8 +3,7 @@
 //! kind of figure that differs between builds; it says where and when it
 //! was measured.
 
-use crate::lines::{Axes, Line, panel};
-use crate::style::themeable;
+use crate::lines::{Axes, Line, panel_with_notes};
 use listings::schedules::{FORMS, measured_timing};
 use plotters::prelude::*;
 
@@ -44,23 +43,15 @@ pub fn schedules_timing() -> String {
         x_desc: "sequence length N",
         y_desc: "milliseconds per call",
     };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 470)).into_drawing_area();
-        let (chart, notes) = root.split_vertically(420);
-        panel(&chart, &axes, &lines, SeriesLabelPosition::UpperLeft);
-        let style = ("sans-serif", 13).into_font().color(&BLACK);
-        for (i, line) in study.provenance().lines().enumerate() {
-            let at = (16, 8 + 18 * i as i32);
-            notes.draw(&Text::new(line, at, &style)).expect(OK);
-        }
-        root.present().expect(OK);
-    }
-    themeable(&svg)
+    panel_with_notes(
+        (640, 470),
+        420,
+        &axes,
+        &lines,
+        SeriesLabelPosition::UpperLeft,
+        &study.provenance(),
+    )
 }
-
-const OK: &str = "drawing into a string cannot fail";
 
 fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {

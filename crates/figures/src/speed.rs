@@ -2,7 +2,7 @@
 //! schedule strays from an f64 reference as N grows, and the time of the
 //! chunkwise form against its chunk size (measured while the book builds).
 
-use crate::lines::{Axes, Line, panel};
+use crate::lines::{Axes, Line, panel, panel_with_notes};
 use crate::style::themeable;
 use listings::speed::{measured_chunk_sizes, speed_accuracy};
 use plotters::prelude::*;
@@ -86,18 +86,12 @@ pub fn speed_chunk_size_figure() -> String {
         x_desc: "chunk size C",
         y_desc: "milliseconds per call",
     };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 450)).into_drawing_area();
-        let (chart, notes) = root.split_vertically(400);
-        panel(&chart, &axes, &lines, SeriesLabelPosition::UpperRight);
-        let style = ("sans-serif", 13).into_font().color(&BLACK);
-        for (i, line) in study.provenance().lines().enumerate() {
-            let at = (16, 8 + 18 * i as i32);
-            notes.draw(&Text::new(line, at, &style)).expect(OK);
-        }
-        root.present().expect(OK);
-    }
-    themeable(&svg)
+    panel_with_notes(
+        (640, 450),
+        400,
+        &axes,
+        &lines,
+        SeriesLabelPosition::UpperRight,
+        &study.provenance(),
+    )
 }
