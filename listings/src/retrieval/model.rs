@@ -542,41 +542,63 @@ mod tests {
         }
     }
 
+    /// One episode's keys, values and query as the training reads see them,
+    /// and as a causal sequence whose last query is the episode's query:
+    /// φ(Q) and φ(K) as (len, p) matrices, one-hot values as (len, n).
+    struct ReadCase {
+        keys: Vec<Array1<f64>>,
+        values: Vec<usize>,
+        q: Array1<f64>,
+        phi_q_rows: Array2<f64>,
+        phi_k_rows: Array2<f64>,
+        v_rows: Array2<f64>,
+    }
+
+    const NO_OMEGA: fn(usize) -> Array2<f64> = |d| Array2::zeros((d, 0));
+
+    fn read_case(
+        seed: u64,
+        phi: Phi,
+        n: usize,
+        d: usize,
+        len: usize,
+    ) -> ReadCase {
+        use crate::feature_maps::map_rows;
+        let mut rng = seeded(seed);
+        let k_rows = randn(&mut rng, len, d);
+        let q = randn(&mut rng, 1, d).row(0).to_owned();
+        let mut q_rows = k_rows.clone();
+        q_rows.row_mut(len - 1).assign(&q);
+        let values: Vec<usize> = (0..len).map(|t| (t * 3 + 1) % n).collect();
+        let omega = NO_OMEGA(d);
+        let f = |x: &Array2<f64>| {
+            map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
+        };
+        ReadCase {
+            keys: k_rows.rows().into_iter().map(|r| r.to_owned()).collect(),
+            v_rows: Array2::from_shape_fn((len, n), |(t, i)| {
+                if values[t] == i { 1.0 } else { 0.0 }
+            }),
+            phi_q_rows: f(&q_rows),
+            phi_k_rows: f(&k_rows),
+            values,
+            q,
+        }
+    }
+
     #[test]
     fn sum_rule_read_is_causal_linear_attention_at_the_query() {
         use crate::fast_weights::linear_attention_recurrent;
-        use crate::feature_maps::map_rows;
         for seed in 0..5 {
             for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
-                let mut rng = seeded(seed);
                 let (n, d, len) = (5, 4, 7);
-                let keys: Vec<Array1<f64>> = (0..len)
-                    .map(|_| randn(&mut rng, 1, d).row(0).to_owned())
-                    .collect();
-                let values: Vec<usize> =
-                    (0..len).map(|t| (t * 3 + 1) % n).collect();
-                let q = randn(&mut rng, 1, d).row(0).to_owned();
-                let omega = Array2::zeros((d, 0));
-                let (y_hat, _) = sum_read(phi, &keys, &values, &q, n, &omega);
-                // The same memory as a sequence: queries are the keys but
-                // for the last position, which asks with q.
-                let mut q_rows = Array2::zeros((len, d));
-                let mut k_rows = Array2::zeros((len, d));
-                for (t, key) in keys.iter().enumerate() {
-                    k_rows.row_mut(t).assign(key);
-                    let last = t + 1 == len;
-                    q_rows.row_mut(t).assign(if last { &q } else { key });
-                }
-                let v_rows = Array2::from_shape_fn((len, n), |(t, i)| {
-                    if values[t] == i { 1.0 } else { 0.0 }
-                });
-                let f = |x: &ndarray::ArrayRef2<f64>| {
-                    map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
-                };
+                let c = read_case(seed, phi, n, d, len);
+                let (y_hat, _) =
+                    sum_read(phi, &c.keys, &c.values, &c.q, n, &NO_OMEGA(d));
                 let o = linear_attention_recurrent(
-                    &f(&q_rows),
-                    &f(&k_rows),
-                    &v_rows,
+                    &c.phi_q_rows,
+                    &c.phi_k_rows,
+                    &c.v_rows,
                 )
                 .unwrap();
                 // Equal but for EPS in the training read's denominator,
@@ -593,36 +615,21 @@ mod tests {
     #[test]
     fn delta_rule_read_is_the_delta_layer_at_the_query() {
         use crate::delta::delta_rule_recurrent;
-        use crate::feature_maps::map_rows;
         for seed in 0..5 {
             for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
-                let mut rng = seeded(seed);
                 let (n, d, len) = (5, 4, 9);
-                let k_rows = randn(&mut rng, len, d);
-                let keys: Vec<Array1<f64>> =
-                    k_rows.rows().into_iter().map(|r| r.to_owned()).collect();
-                let values: Vec<usize> =
-                    (0..len).map(|t| (t * 3 + 1) % n).collect();
+                let c = read_case(seed, phi, n, d, len);
                 let betas: Vec<f64> =
                     (0..len).map(|t| 0.2 + 0.07 * t as f64).collect();
-                let q = randn(&mut rng, 1, d).row(0).to_owned();
-                let omega = Array2::zeros((d, 0));
-                let (y_hat, _) =
-                    delta_read(phi, &keys, &values, &betas, &q, n, &omega);
-                let mut q_rows = k_rows.clone();
-                q_rows.row_mut(len - 1).assign(&q);
-                let v_rows = Array2::from_shape_fn((len, n), |(t, i)| {
-                    if values[t] == i { 1.0 } else { 0.0 }
-                });
-                let f = |x: &ndarray::ArrayRef2<f64>| {
-                    map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
-                };
-                let beta = Array1::from(betas.clone());
+                let omega = NO_OMEGA(d);
+                let (y_hat, _) = delta_read(
+                    phi, &c.keys, &c.values, &betas, &c.q, n, &omega,
+                );
                 let read = delta_rule_recurrent(
-                    &f(&q_rows),
-                    &f(&k_rows),
-                    &v_rows,
-                    &beta,
+                    &c.phi_q_rows,
+                    &c.phi_k_rows,
+                    &c.v_rows,
+                    &Array1::from(betas.clone()),
                 )
                 .unwrap();
                 approx::assert_relative_eq!(
