@@ -3,18 +3,20 @@
 //! ceiling), print a table and the target ratios, and write the
 //! table as JSON to target/bench/. Built in release mode by xtask.
 //!
-//! The forms the book shows only in f64 (softmax attention, the parallel
-//! N × N form, the two non-causal groupings) are transcribed here to f32,
-//! line for line, so that every form is timed at one precision; the fast
-//! forms are the tested ones of `listings::speed`.
+//! Every form timed is a tested function of `listings::speed`: the fast
+//! forms, and f32 copies of the forms the book shows only in f64 (softmax
+//! attention, the parallel N × N form, the two non-causal groupings), so
+//! that every form is timed at one precision.
 
 use listings::delta::delta_rule_recurrent;
-use listings::ndarray::{Array1, Array2, ArrayRef2, Axis};
+use listings::ndarray::Array1;
 use listings::schedules::Machine;
 use listings::speed::{
     delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
-    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
-    random_inputs, to_f32,
+    linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
+    linear_attention_parallel_f32, linear_attention_recurrent_f32,
+    linear_attention_scores_first_f32, random_inputs,
+    softmax_attention_causal_f32, to_f32,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
@@ -96,71 +98,6 @@ fn time(mut f: impl FnMut()) -> Timing {
         max: samples[samples.len() - 1],
         reps: samples.len(),
     }
-}
-
-/// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32.
-fn softmax_causal(
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-) -> Array2<f32> {
-    let scale = 1.0 / (q.ncols() as f32).sqrt();
-    let mut scores = q.dot(&k.t());
-    for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
-        let max = row
-            .iter()
-            .take(t + 1)
-            .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-        let mut total = 0.0;
-        for (j, x) in row.iter_mut().enumerate() {
-            *x = if j <= t {
-                ((*x - max) * scale).exp()
-            } else {
-                0.0
-            };
-            total += *x;
-        }
-        row.mapv_inplace(|x| x / total);
-    }
-    scores.dot(v)
-}
-
-/// `linear_attention_parallel` at f32: the masked N × N product.
-fn linear_parallel(
-    phi_q: &ArrayRef2<f32>,
-    phi_k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-) -> Array2<f32> {
-    let mut scores = phi_q.dot(&phi_k.t());
-    for ((t, j), s) in scores.indexed_iter_mut() {
-        if j > t {
-            *s = 0.0;
-        }
-    }
-    let numerator = scores.dot(v);
-    numerator / scores.sum_axis(Axis(1)).insert_axis(Axis(1))
-}
-
-/// `linear_attention_scores_first` at f32 (non-causal).
-fn scores_first(
-    phi_q: &ArrayRef2<f32>,
-    phi_k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-) -> Array2<f32> {
-    let scores = phi_q.dot(&phi_k.t());
-    let numerator = scores.dot(v);
-    numerator / scores.sum_axis(Axis(1)).insert_axis(Axis(1))
-}
-
-/// `linear_attention_memory_first` at f32 (non-causal).
-fn memory_first(
-    phi_q: &ArrayRef2<f32>,
-    phi_k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-) -> Array2<f32> {
-    let s = v.t().dot(phi_k);
-    let z = phi_k.sum_axis(Axis(0));
-    phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1))
 }
 
 /// Floating-point operations each form performs (a multiply-add is two),
@@ -313,10 +250,10 @@ fn main() {
             let (q, k, v) = (&q, &k, &v);
             let beta = &beta;
             add("softmax (causal)", true, small, &mut || {
-                black_box(softmax_causal(q, k, v));
+                black_box(softmax_attention_causal_f32(q, k, v).unwrap());
             });
             add("parallel N×N", true, small, &mut || {
-                black_box(linear_parallel(q, k, v));
+                black_box(linear_attention_parallel_f32(q, k, v).unwrap());
             });
             add("recurrent", true, true, &mut || {
                 black_box(linear_attention_recurrent_f32(q, k, v).unwrap());
@@ -342,10 +279,10 @@ fn main() {
                 );
             });
             add("scores first", false, small, &mut || {
-                black_box(scores_first(q, k, v));
+                black_box(linear_attention_scores_first_f32(q, k, v).unwrap());
             });
             add("memory first", false, true, &mut || {
-                black_box(memory_first(q, k, v));
+                black_box(linear_attention_memory_first_f32(q, k, v).unwrap());
             });
             eprintln!("d = {d}, N = {n}: done at {:?}", started.elapsed());
         }

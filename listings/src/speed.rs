@@ -92,11 +92,12 @@ fn delta_token_wide(
     delta_token_f32(w, q, k, v, beta, u, y)
 }
 
-/// The checks of `input::check_qkv` for a causal read, on f32 operands.
-fn check_causal_f32(
+/// The checks of `input::check_qkv`, on f32 operands.
+fn check_qkv_f32(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
+    causal: bool,
 ) -> Result<(), InputError> {
     for (name, a) in [("q", q), ("k", k), ("v", v)] {
         if a.is_empty() {
@@ -127,7 +128,7 @@ fn check_causal_f32(
     if k.nrows() != v.nrows() {
         return Err(mismatch("k", k, "v", v, "each key has one value"));
     }
-    if q.nrows() != k.nrows() {
+    if causal && q.nrows() != k.nrows() {
         let rule = "a causal read has one key per query";
         return Err(mismatch("q", q, "k", k, rule));
     }
@@ -190,7 +191,7 @@ pub fn linear_attention_recurrent_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_causal_f32(phi_q, phi_k, v)?;
+    check_qkv_f32(phi_q, phi_k, v, true)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let mut z = vec![0.0f32; p]; // z_0 = 0
@@ -225,7 +226,7 @@ pub fn linear_attention_chunkwise_f32(
     v: &ArrayRef2<f32>,
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
-    check_causal_f32(phi_q, phi_k, v)?;
+    check_qkv_f32(phi_q, phi_k, v, true)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = Array2::<f32>::zeros((m, p)); // S_0 = 0
@@ -269,7 +270,7 @@ fn check_delta_f32(
     v: &ArrayRef2<f32>,
     beta: &ArrayRef1<f32>,
 ) -> Result<(), InputError> {
-    check_causal_f32(phi_q, phi_k, v)?;
+    check_qkv_f32(phi_q, phi_k, v, true)?;
     if beta.len() != phi_k.nrows() {
         return Err(InputError::ShapeMismatch {
             left: ("k", [phi_k.nrows(), phi_k.ncols()]),
@@ -441,6 +442,68 @@ pub fn delta_rule_chunkwise_f32(
     Ok(y)
 }
 // ANCHOR_END: delta_rule_chunkwise_f32
+
+/// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32: the baseline
+/// the benchmark times against, computed as `softmax_attention` with
+/// `Mask::Causal` computes it, except that the masked scores are skipped
+/// rather than set to −∞. q, k: (N, d), v: (N, m); returns O: (N, m).
+pub fn softmax_attention_causal_f32(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv_f32(q, k, v, true)?;
+    let scale = 1.0 / (q.ncols() as f32).sqrt();
+    let mut weights = q.dot(&k.t());
+    for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
+        let (mut seen, mut future) = row.view_mut().split_at(Axis(0), t + 1);
+        seen.mapv_inplace(|x| x * scale);
+        let max = seen.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        seen.mapv_inplace(|x| (x - max).exp());
+        let total = seen.sum();
+        seen /= total;
+        future.fill(0.0); // the future gets weight 0
+    }
+    Ok(weights.dot(v))
+}
+
+/// `linear_attention_parallel` at f32: the masked N × N product.
+pub fn linear_attention_parallel_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv_f32(phi_q, phi_k, v, true)?;
+    let mut scores = phi_q.dot(&phi_k.t());
+    for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
+        row.slice_mut(s![t + 1..]).fill(0.0); // the causal mask
+    }
+    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
+    Ok(scores.dot(v) / denominator)
+}
+
+/// `linear_attention_scores_first` at f32 (non-causal): builds (N, N_k).
+pub fn linear_attention_scores_first_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv_f32(phi_q, phi_k, v, false)?;
+    let scores = phi_q.dot(&phi_k.t());
+    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
+    Ok(scores.dot(v) / denominator)
+}
+
+/// `linear_attention_memory_first` at f32 (non-causal): S and z first.
+pub fn linear_attention_memory_first_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv_f32(phi_q, phi_k, v, false)?;
+    let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
+    Ok(phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1)))
+}
 
 /// An f64 matrix rounded to f32.
 pub fn to_f32(a: &ArrayRef2<f64>) -> Array2<f32> {
@@ -759,6 +822,47 @@ mod tests {
     }
 
     #[test]
+    fn f32_baselines_equal_their_book_forms() {
+        use crate::attention::{Mask, softmax_attention};
+        use crate::fast_weights::linear_attention_parallel;
+        use crate::kernel::{
+            linear_attention_memory_first, linear_attention_scores_first,
+        };
+        for seed in 0..3 {
+            for (n, _, d) in CASES {
+                let [q, k, v] = random_inputs(seed, n, d, d + 1);
+                let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+                let soft = softmax_attention(&q, &k, &v, Mask::Causal);
+                let fast = softmax_attention_causal_f32(&q32, &k32, &v32);
+                let e = gap(&fast.unwrap(), &soft.unwrap().output);
+                assert!(e < 1e-4, "softmax, seed {seed}, N {n}: {e}");
+                let book = linear_attention_parallel(&q, &k, &v).unwrap();
+                let fast = linear_attention_parallel_f32(&q32, &k32, &v32);
+                let e = gap(&fast.unwrap(), &book);
+                assert!(e < 1e-4, "parallel, seed {seed}, N {n}: {e}");
+                // Non-causal: fewer queries than keys, as a read allows.
+                let few = q.slice(s![..n.div_ceil(2), ..]);
+                let few32 = q32.slice(s![..n.div_ceil(2), ..]);
+                for (name, book, fast) in [
+                    (
+                        "scores first",
+                        linear_attention_scores_first(&few, &k, &v),
+                        linear_attention_scores_first_f32(&few32, &k32, &v32),
+                    ),
+                    (
+                        "memory first",
+                        linear_attention_memory_first(&few, &k, &v),
+                        linear_attention_memory_first_f32(&few32, &k32, &v32),
+                    ),
+                ] {
+                    let e = gap(&fast.unwrap(), &book.unwrap());
+                    assert!(e < 1e-4, "{name}, seed {seed}, N {n}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn bad_f32_input_is_an_input_error() {
         let [q, k, v] = random_inputs(0, 5, 3, 2).map(|a| to_f32(&a));
         let beta = Array1::<f32>::ones(5);
@@ -776,6 +880,15 @@ mod tests {
         let err = delta_rule_recurrent_f32(&q, &k, &v, &beta.slice(s![..4]))
             .unwrap_err();
         assert!(err.to_string().contains("one write strength"), "{err}");
+        let err = softmax_attention_causal_f32(&short, &k, &v).unwrap_err();
+        assert!(err.to_string().contains("one key per query"), "{err}");
+        let err = linear_attention_parallel_f32(&q, &k, &short).unwrap_err();
+        assert!(err.to_string().contains("one value"), "{err}");
+        let narrow = q.slice(s![.., ..2]).to_owned();
+        let err = linear_attention_scores_first_f32(&narrow, &k, &v);
+        assert!(err.unwrap_err().to_string().contains("width d"));
+        let err = linear_attention_memory_first_f32(&q, &bad, &v);
+        assert!(matches!(err, Err(InputError::NonFinite { name: "k", .. })));
         let empty = Array2::<f32>::zeros((0, 3));
         let err = linear_attention_recurrent_f32(&empty, &empty, &empty);
         assert!(matches!(err, Err(InputError::Empty { name: "q", .. })));
