@@ -104,6 +104,14 @@ fn check_qkv_f32(
             let shape = [a.nrows(), a.ncols()];
             return Err(InputError::Empty { name, shape });
         }
+        // A branch-free pass over the memory first (it vectorises); the
+        // position is looked for only when there is one to report.
+        let all_finite = |x: &[f32]| {
+            x.iter().map(|x| u32::from(!x.is_finite())).sum::<u32>() == 0
+        };
+        if a.as_slice_memory_order().is_some_and(all_finite) {
+            continue;
+        }
         if let Some(((i, j), &x)) =
             a.indexed_iter().find(|(_, x)| !x.is_finite())
         {
@@ -371,9 +379,12 @@ pub fn delta_rule_recurrent_f32(
 
 // ANCHOR: delta_rule_chunkwise_f32
 /// The chunkwise delta rule of `delta_rule_chunkwise` in f32, into buffers
-/// made once. Per chunk: A = tril(diag(β) K̄ K̄ᵀ, −1), T = (I + A)⁻¹ diag(β)
-/// by forward substitution, U = T V − (T K̄) Wᵀ, Y = Q̄ Wᵀ + tril(Q̄ K̄ᵀ) U,
-/// W += Uᵀ K̄. Shapes as in `delta_rule_recurrent_f32`; chunk ≥ 1.
+/// made once, with four matrix products per chunk. With G_k = K̄ K̄ᵀ, the
+/// rows of X = T [K̄ | V] follow by forward substitution, without forming
+/// T: x_i = β_i ([k̄_i | v_i] − Σ_{j<i} (G_k)_ij x_j). Then
+/// [Q̄ W_0ᵀ; T K̄ W_0ᵀ] is one product, U = T V − T K̄ W_0ᵀ,
+/// Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U and W ← W_0 + Uᵀ K̄.
+/// Shapes as in `delta_rule_recurrent_f32`; chunk ≥ 1.
 pub fn delta_rule_chunkwise_f32(
     phi_q: &ArrayRef2<f32>,
     phi_k: &ArrayRef2<f32>,
@@ -386,58 +397,64 @@ pub fn delta_rule_chunkwise_f32(
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let c_max = chunk.min(n);
     let mut w = Array2::<f32>::zeros((m, p)); // W_0 = 0
-    let (mut k_buf, mut q_buf) = (
-        Array2::<f32>::zeros((c_max, p)),
-        Array2::<f32>::zeros((c_max, p)),
-    );
-    let (mut a_buf, mut t_buf) = (
-        Array2::<f32>::zeros((c_max, c_max)),
-        Array2::<f32>::zeros((c_max, c_max)),
-    );
-    let (mut tk_buf, mut u_buf) = (
-        Array2::<f32>::zeros((c_max, p)),
-        Array2::<f32>::zeros((c_max, m)),
-    );
+    let mut kv = Array2::<f32>::zeros((c_max, p + m)); // [K̄ | V], then X
+    let mut kq = Array2::<f32>::zeros((3 * c_max, p)); // [K̄; Q̄; T K̄]
+    let mut g = Array2::<f32>::zeros((2 * c_max, c_max)); // [K̄ K̄ᵀ; Q̄ K̄ᵀ]
+    let mut r = Array2::<f32>::zeros((2 * c_max, m)); // [Q̄ W_0ᵀ; T K̄ W_0ᵀ]
     let mut y = Array2::<f32>::zeros((n, m));
+    let (q_all, k_all, v_all) = (
+        phi_q.as_standard_layout(),
+        phi_k.as_standard_layout(),
+        v.as_standard_layout(),
+    );
+    let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
     for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
-        let c = end - start;
-        let (mut k, mut q) =
-            (k_buf.slice_mut(s![..c, ..]), q_buf.slice_mut(s![..c, ..]));
-        for i in 0..c {
-            let (k_row, q_row) = (phi_k.row(start + i), phi_q.row(start + i));
-            let k_out = k.row_mut(i).into_slice().expect("a row of a buffer");
-            sum_normalise_into(k_row.iter().copied(), k_out);
-            let q_out = q.row_mut(i).into_slice().expect("a row of a buffer");
-            sum_normalise_into(q_row.iter().copied(), q_out);
-        }
+        let c = end - start; // the last chunk may be shorter
         let b = beta.slice(s![start..end]);
-        let mut a = a_buf.slice_mut(s![..c, ..c]);
-        general_mat_mul(1.0, &k, &k.t(), 0.0, &mut a); // K̄ K̄ᵀ
-        // T = (I + A)⁻¹ diag(β): row i is β_i e_i − Σ_{j<i} β_i a_ij t_j.
-        let mut t = t_buf.slice_mut(s![..c, ..c]);
-        t.fill(0.0);
-        for i in 0..c {
-            t[[i, i]] = b[i];
-            let (done, mut rest) = t.view_mut().split_at(Axis(0), i);
-            let mut t_i = rest.row_mut(0);
-            for (j, t_j) in done.rows().into_iter().enumerate() {
-                t_i.scaled_add(-b[i] * a[[i, j]], &t_j);
-            }
+        let mut kv_c = kv.slice_mut(s![..c, ..]);
+        let mut kq_c = kq.slice_mut(s![..3 * c, ..]);
+        let kq_rows = kq_c.as_slice_mut().expect("leading rows of a buffer");
+        let (k_rows, q_rows) = kq_rows.split_at_mut(c * p);
+        let kv_rows = kv_c.as_slice_mut().expect("leading rows of a buffer");
+        for (i, x) in kv_rows.chunks_exact_mut(p + m).enumerate() {
+            let (k_i, v_i) = x.split_at_mut(p);
+            let t = start + i;
+            sum_normalise_into(k_all[t * p..(t + 1) * p].iter().copied(), k_i);
+            v_i.copy_from_slice(&v_all[t * m..(t + 1) * m]);
+            k_rows[i * p..(i + 1) * p].copy_from_slice(k_i);
+            let q_i = &mut q_rows[i * p..(i + 1) * p];
+            sum_normalise_into(q_all[t * p..(t + 1) * p].iter().copied(), q_i);
         }
-        let mut tk = tk_buf.slice_mut(s![..c, ..]);
-        general_mat_mul(1.0, &t, &k, 0.0, &mut tk); // T K̄
-        let mut u = u_buf.slice_mut(s![..c, ..]);
-        general_mat_mul(1.0, &t, &v.slice(s![start..end, ..]), 0.0, &mut u);
-        general_mat_mul(-1.0, &tk, &w.t(), 1.0, &mut u); // U = T V − T K̄ Wᵀ
-        general_mat_mul(1.0, &q, &k.t(), 0.0, &mut a); // Q̄ K̄ᵀ, over A
+        let mut g_c = g.slice_mut(s![..2 * c, ..c]);
+        let (k_and_q, k_bar) =
+            (kq_c.slice(s![..2 * c, ..]), kq_c.slice(s![..c, ..]));
+        general_mat_mul(1.0, &k_and_q, &k_bar.t(), 0.0, &mut g_c);
+        let (k_bar, mut q_tk) = kq_c.view_mut().split_at(Axis(0), c);
+        // X = T [K̄ | V], row by row: each row needs the rows above it.
+        let x = kv_c.as_slice_mut().expect("leading rows of a buffer");
         for i in 0..c {
-            a.slice_mut(s![i, i + 1..]).fill(0.0); // tril, diagonal kept
+            let (done, rest) = x.split_at_mut(i * (p + m));
+            let x_i = &mut rest[..p + m];
+            for (j, x_j) in done.chunks_exact(p + m).enumerate() {
+                let g_ij = g_c[[i, j]]; // (K̄ K̄ᵀ)_ij
+                x_i.iter_mut().zip(x_j).for_each(|(a, &b)| *a -= g_ij * b);
+            }
+            x_i.iter_mut().for_each(|a| *a *= b[i]);
+        }
+        let (tk, mut u) = kv_c.view_mut().split_at(Axis(1), p);
+        q_tk.slice_mut(s![c.., ..]).assign(&tk); // [Q̄; T K̄]
+        let mut r_c = r.slice_mut(s![..2 * c, ..]);
+        general_mat_mul(1.0, &q_tk, &w.t(), 0.0, &mut r_c);
+        u -= &r_c.slice(s![c.., ..]); // U = T V − T K̄ W_0ᵀ
+        let mut scores = g_c.slice_mut(s![c.., ..]); // Q̄ K̄ᵀ
+        for i in 0..c {
+            scores.slice_mut(s![i, i + 1..]).fill(0.0); // tril, diagonal kept
         }
         let mut y_c = y.slice_mut(s![start..end, ..]);
-        general_mat_mul(1.0, &q, &w.t(), 0.0, &mut y_c); // earlier chunks
-        general_mat_mul(1.0, &a, &u, 1.0, &mut y_c); // this chunk
-        general_mat_mul(1.0, &u.t(), &k, 1.0, &mut w); // W += Uᵀ K̄
+        y_c.assign(&r_c.slice(s![..c, ..])); // Q̄ W_0ᵀ: earlier chunks
+        general_mat_mul(1.0, &scores, &u, 1.0, &mut y_c); // this chunk
+        general_mat_mul(1.0, &u.t(), &k_bar, 1.0, &mut w); // W += Uᵀ K̄
     }
     Ok(y)
 }
