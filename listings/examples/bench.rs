@@ -12,7 +12,7 @@ use listings::delta::delta_rule_recurrent;
 use listings::ndarray::Array1;
 use listings::schedules::Machine;
 use listings::speed::{
-    delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
+    Timed, arithmetic, delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
     linear_attention_parallel_f32, linear_attention_recurrent_f32,
     linear_attention_scores_first_f32, random_inputs,
@@ -100,24 +100,20 @@ fn time(mut f: impl FnMut()) -> Timing {
     }
 }
 
-/// Floating-point operations each form performs (a multiply-add is two),
-/// counting every product it computes, including the masked half of a
-/// causal score matrix that it computes and then zeroes.
+/// The arithmetic of a form by its name in the table (`speed::arithmetic`).
 fn flops(form: &str, n: usize, d: usize, chunk: usize) -> f64 {
-    let (n, d, c) = (n as f64, d as f64, chunk as f64);
-    let chunks = (n / c).ceil();
-    match form {
-        "softmax (causal)" | "parallel N×N" | "scores first" => {
-            4.0 * n * n * d
-        }
-        "recurrent" | "memory first" => 4.0 * n * d * d,
-        "chunkwise" => 4.0 * n * d * d + chunks * 4.0 * c * c * d,
-        "delta recurrent" | "delta recurrent f64" => 6.0 * n * d * d,
-        "delta chunkwise" => {
-            6.0 * n * d * d + chunks * (10.0 * c * c * d + c * c * c / 3.0)
-        }
+    let timed = match form {
+        "softmax (causal)" => Timed::Softmax,
+        "parallel N×N" => Timed::Parallel,
+        "recurrent" => Timed::Recurrent,
+        "chunkwise" => Timed::Chunkwise,
+        "delta recurrent" | "delta recurrent f64" => Timed::DeltaRecurrent,
+        "delta chunkwise" => Timed::DeltaChunkwise,
+        "scores first" => Timed::ScoresFirst,
+        "memory first" => Timed::MemoryFirst,
         _ => unreachable!("{form}"),
-    }
+    };
+    arithmetic(timed, n, d, d, chunk)
 }
 
 /// A chunkwise form, a width, and median seconds at each chunk size.
@@ -443,7 +439,52 @@ fn targets(
         let verdict = if met { "met" } else { "NOT met" };
         let _ = writeln!(out, "  {verdict:<8} {what}: {value}");
     }
+    if let Some(bound) = delta_bound(rows, ceiling) {
+        let _ = write!(out, "{bound}");
+    }
     out
+}
+
+/// How much faster the chunkwise delta rule could be than the recurrence
+/// timed in this run, were it to run at the full ceiling, at the fastest
+/// of all chunk sizes: the recurrence's time over the least arithmetic of
+/// the chunkwise form divided by the ceiling. Threads do not raise it:
+/// each row of W evolves on its own, so the recurrence splits over cores
+/// as the chunkwise form does.
+fn delta_bound(rows: &[Row], ceiling: f64) -> Option<Bound> {
+    let (d, n) = (64, 16384);
+    let recurrence = find(rows, "delta recurrent", d, n);
+    let least = (1..=256)
+        .map(|c| arithmetic(Timed::DeltaChunkwise, n, d, d, c))
+        .fold(f64::INFINITY, f64::min);
+    recurrence.timing.map(|t| Bound {
+        recurrence_percent: 100.0 * recurrence.gflops / ceiling,
+        extra_arithmetic: least / arithmetic(Timed::DeltaRecurrent, n, d, d, 1),
+        speedup: t.median / (least / (ceiling * 1e9)),
+    })
+}
+
+/// The bound of `delta_bound`, in its three numbers.
+struct Bound {
+    /// The delta recurrence's rate as a percentage of the ceiling.
+    recurrence_percent: f64,
+    /// The least arithmetic of the chunkwise form over the recurrence's.
+    extra_arithmetic: f64,
+    /// The recurrence's time over the chunkwise form's at the ceiling.
+    speedup: f64,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "bound: the delta recurrence runs at {:.1}% of the ceiling; the \
+             chunkwise delta rule does at least {:.2}x its arithmetic, so even \
+             at 100% of the ceiling it would be at most {:.1}x faster than \
+             the recurrence of this run.",
+            self.recurrence_percent, self.extra_arithmetic, self.speedup
+        )
+    }
 }
 
 fn to_json(
@@ -467,6 +508,16 @@ fn to_json(
     let _ = writeln!(out, "  \"date\": {:?},", machine.date);
     let _ = writeln!(out, "  \"precision\": \"f32\",\n  \"threads\": 1,");
     let _ = writeln!(out, "  \"ceiling_gflops\": {},", num(ceiling));
+    if let Some(b) = delta_bound(rows, ceiling) {
+        let _ = writeln!(
+            out,
+            "  \"delta_bound\": {{\"recurrence_percent\": {}, \
+             \"extra_arithmetic\": {}, \"speedup\": {}}},",
+            num(b.recurrence_percent),
+            num(b.extra_arithmetic),
+            num(b.speedup)
+        );
+    }
     let points: Vec<String> = ceiling_points
         .iter()
         .map(|(s, g)| format!("{{\"size\": {s}, \"gflops\": {}}}", num(*g)))

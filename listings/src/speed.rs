@@ -67,7 +67,6 @@ fn delta_token_wide(
     k: &[f32],
     v: &[f32],
     beta: f32,
-    u: &mut [f32],
     y: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
@@ -79,17 +78,16 @@ fn delta_token_wide(
             k: &[f32],
             v: &[f32],
             beta: f32,
-            u: &mut [f32],
             y: &mut [f32],
         ) {
-            delta_token_f32(w, q, k, v, beta, u, y)
+            delta_token_f32(w, q, k, v, beta, y)
         }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: this CPU has AVX2, the one feature `avx2` assumes.
-            return unsafe { avx2(w, q, k, v, beta, u, y) };
+            return unsafe { avx2(w, q, k, v, beta, y) };
         }
     }
-    delta_token_f32(w, q, k, v, beta, u, y)
+    delta_token_f32(w, q, k, v, beta, y)
 }
 
 /// The checks of `input::check_qkv`, on f32 operands.
@@ -156,12 +154,12 @@ fn check_chunk(chunk: usize) -> Result<(), InputError> {
 }
 
 // ANCHOR: recurrent_token_f32
-/// One token of the f32 recurrence, in place: with S: (m, p) kept by
-/// columns (s_j is s[j m..(j + 1) m]), one pass over j does the write
-/// s_j += k_j v and z_j += k_j, and sums the read Σ_j q_j s_j into `read`.
-/// Returns the normaliser zᵀq. q, k, z: (p), v, read: (m).
+/// One token of the f32 recurrence, in place, with S: (m, p) kept by
+/// columns (s_j is s[j m..(j + 1) m]). The write s_j += k_j v and the read
+/// Σ_j q_j s_j go together, one pass over the columns for each block of
+/// `ROWS` value rows, whose read stays in registers until the pass ends;
+/// then z += k and the normaliser zᵀq. q, k, z: (p), v, read: (m).
 #[inline(always)] // so that the caller's vector width applies here
-#[allow(clippy::needless_range_loop)] // index loops vectorise best here
 pub fn recurrent_token_f32(
     s: &mut [f32],
     z: &mut [f32],
@@ -171,20 +169,48 @@ pub fn recurrent_token_f32(
     read: &mut [f32],
 ) -> f32 {
     let m = v.len();
-    let read = &mut read[..m]; // length m, as v: no bounds checks below
-    read.fill(0.0);
+    let whole = m - m % ROWS;
+    for first in (0..whole).step_by(ROWS) {
+        recurrent_rows::<ROWS>(s, first, q, k, v, read);
+    }
+    for first in whole..m {
+        recurrent_rows::<1>(s, first, q, k, v, read); // the rows left over
+    }
     let mut norm = 0.0;
-    for j in 0..k.len() {
-        let (q_j, k_j) = (q[j], k[j]);
-        z[j] += k_j;
-        norm += z[j] * q_j;
-        let s_j = &mut s[j * m..(j + 1) * m];
-        for i in 0..m {
-            s_j[i] += k_j * v[i]; // write
-            read[i] += q_j * s_j[i]; // read
-        }
+    for ((z_j, &k_j), &q_j) in z.iter_mut().zip(k).zip(q) {
+        *z_j += k_j;
+        norm += *z_j * q_j;
     }
     norm
+}
+
+/// Value rows per block: two AVX2 registers of f32 for each of a block's
+/// running sums, few enough that all of them stay in registers.
+const ROWS: usize = 16;
+
+/// Rows first..first + B of one token of `recurrent_token_f32`.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // index loops over B vectorise best
+fn recurrent_rows<const B: usize>(
+    s: &mut [f32],
+    first: usize,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    read: &mut [f32],
+) {
+    let (m, rows) = (v.len(), first..first + B); // rows of each column
+    let v: &[f32; B] = v[rows.clone()].try_into().expect("B rows");
+    let mut sum = [0.0f32; B];
+    for (s_j, (&q_j, &k_j)) in s.chunks_exact_mut(m).zip(q.iter().zip(k)) {
+        let s_j: &mut [f32; B] =
+            (&mut s_j[rows.clone()]).try_into().expect("B rows");
+        for i in 0..B {
+            s_j[i] += k_j * v[i]; // write
+            sum[i] += q_j * s_j[i]; // read
+        }
+    }
+    read[rows].copy_from_slice(&sum);
 }
 // ANCHOR_END: recurrent_token_f32
 
@@ -314,9 +340,11 @@ fn sum_normalise_into(
 
 // ANCHOR: delta_token_f32
 /// One token of the f32 delta rule, in place, with W: (m, p) kept by
-/// columns w_j: the prediction ŵ = Σ_j k_j w_j, the step
-/// u = β (v − ŵ), then in one pass w_j += k_j u and y = Σ_j q_j w_j.
-/// q, k: (p) sum-normalised, v, u, y: (m).
+/// columns w_j. Row i of W meets only v_i, so the rows go in blocks of
+/// `ROWS`, each block's numbers held in registers while it makes two
+/// passes over its part of the columns: the prediction ŵ = Σ_j k_j w_j and
+/// the step u = β (v − ŵ), then the write w_j += k_j u and the read
+/// y = Σ_j q_j w_j. q, k: (p) sum-normalised, v, y: (m).
 #[inline(always)] // so that the caller's vector width applies here
 pub fn delta_token_f32(
     w: &mut [f32],
@@ -324,26 +352,51 @@ pub fn delta_token_f32(
     k: &[f32],
     v: &[f32],
     beta: f32,
-    u: &mut [f32],
     y: &mut [f32],
 ) {
     let m = v.len();
-    u.fill(0.0);
-    for (w_j, &k_j) in w.chunks_exact(m).zip(k) {
-        u.iter_mut()
-            .zip(w_j)
-            .for_each(|(u_i, &w_ij)| *u_i += k_j * w_ij);
+    let whole = m - m % ROWS;
+    for first in (0..whole).step_by(ROWS) {
+        delta_rows::<ROWS>(w, first, q, k, v, beta, y);
     }
-    u.iter_mut()
-        .zip(v)
-        .for_each(|(u_i, &v_i)| *u_i = beta * (v_i - *u_i));
-    y.fill(0.0);
-    for (w_j, (&q_j, &k_j)) in w.chunks_exact_mut(m).zip(q.iter().zip(k)) {
-        for ((w_ij, &u_i), y_i) in w_j.iter_mut().zip(&*u).zip(&mut *y) {
-            *w_ij += k_j * u_i; // write
-            *y_i += q_j * *w_ij; // read
+    for first in whole..m {
+        delta_rows::<1>(w, first, q, k, v, beta, y); // the rows left over
+    }
+}
+
+/// Rows first..first + B of one delta-rule token (see `delta_token_f32`).
+#[inline(always)]
+fn delta_rows<const B: usize>(
+    w: &mut [f32],
+    first: usize,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    beta: f32,
+    y: &mut [f32],
+) {
+    let m = v.len();
+    let rows = first..first + B; // of each column
+    let mut u = [0.0f32; B];
+    for (w_j, &k_j) in w.chunks_exact(m).zip(k) {
+        let w_j: &[f32; B] = w_j[rows.clone()].try_into().expect("B rows");
+        for i in 0..B {
+            u[i] += k_j * w_j[i]; // ŵ
         }
     }
+    for i in 0..B {
+        u[i] = beta * (v[first + i] - u[i]); // u
+    }
+    let mut read = [0.0f32; B];
+    for (w_j, (&q_j, &k_j)) in w.chunks_exact_mut(m).zip(q.iter().zip(k)) {
+        let w_j: &mut [f32; B] =
+            (&mut w_j[rows.clone()]).try_into().expect("B rows");
+        for i in 0..B {
+            w_j[i] += k_j * u[i]; // write
+            read[i] += q_j * w_j[i]; // read
+        }
+    }
+    y[first..first + B].copy_from_slice(&read);
 }
 // ANCHOR_END: delta_token_f32
 
@@ -362,16 +415,22 @@ pub fn delta_rule_recurrent_f32(
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut w = vec![0.0f32; p * m]; // W_0 = 0, by columns
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
-    let mut u = vec![0.0f32; m];
-    let v_all = v.as_standard_layout(); // borrowed unless v is strided
+    // Rows as plain slices, as in `linear_attention_recurrent_f32`.
+    let (q_all, k_all, v_all) = (
+        phi_q.as_standard_layout(),
+        phi_k.as_standard_layout(),
+        v.as_standard_layout(),
+    );
+    let q_rows = slice(&q_all).chunks_exact(p);
+    let k_rows = slice(&k_all).chunks_exact(p);
     let v_rows = slice(&v_all).chunks_exact(m);
     let mut y = Array2::<f32>::zeros((n, m));
     let y_rows = y.as_slice_mut().expect("a new array").chunks_exact_mut(m);
-    for (t, (v_t, y_t)) in v_rows.zip(y_rows).enumerate() {
-        sum_normalise_into(phi_k.row(t).iter().copied(), &mut k_bar);
-        sum_normalise_into(phi_q.row(t).iter().copied(), &mut q_bar);
-        let b = beta[t];
-        delta_token_wide(&mut w, &q_bar, &k_bar, v_t, b, &mut u, y_t);
+    let tokens = q_rows.zip(k_rows).zip(v_rows).zip(y_rows).zip(beta);
+    for ((((q_t, k_t), v_t), y_t), &b) in tokens {
+        sum_normalise_into(k_t.iter().copied(), &mut k_bar);
+        sum_normalise_into(q_t.iter().copied(), &mut q_bar);
+        delta_token_wide(&mut w, &q_bar, &k_bar, v_t, b, y_t);
     }
     Ok(y)
 }
@@ -520,6 +579,108 @@ pub fn linear_attention_memory_first_f32(
     check_qkv_f32(phi_q, phi_k, v, false)?;
     let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
     Ok(phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1)))
+}
+
+/// A form the benchmark times, each one a function of this module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// `softmax_attention_causal_f32`.
+    Softmax,
+    /// `linear_attention_parallel_f32`.
+    Parallel,
+    /// `linear_attention_recurrent_f32`.
+    Recurrent,
+    /// `linear_attention_chunkwise_f32`.
+    Chunkwise,
+    /// `delta_rule_recurrent_f32` (and the book's f64 listing).
+    DeltaRecurrent,
+    /// `delta_rule_chunkwise_f32`.
+    DeltaChunkwise,
+    /// `linear_attention_scores_first_f32` (non-causal).
+    ScoresFirst,
+    /// `linear_attention_memory_first_f32` (non-causal).
+    MemoryFirst,
+}
+
+/// Floating-point operations of one call of a form (a multiply-add counts
+/// two), counting every product it computes, the masked half of a score
+/// block included: N tokens, p features, m value entries, chunks of c.
+/// Small terms (normalisers, masks, sums of rows) are left out.
+pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
+    let (n, p, m) = (n as f64, p as f64, m as f64);
+    let c = (c.max(1) as f64).min(n);
+    let chunks = (n / c).ceil();
+    match form {
+        // Q Kᵀ: 2 N² p, then the weights times V: 2 N² m.
+        Timed::Softmax | Timed::Parallel | Timed::ScoresFirst => {
+            2.0 * n * n * (p + m)
+        }
+        // Per token: the write of S (2pm) and the read S φ(q) (2pm).
+        Timed::Recurrent => 4.0 * n * p * m,
+        // S = Vᵀ Φ_K (2Npm), then Φ_Q Sᵀ (2Npm).
+        Timed::MemoryFirst => 4.0 * n * p * m,
+        // Per chunk: Φ_Q Sᵀ and S += Vᵀ Φ_K (2cpm each), Φ_Q Φ_Kᵀ (2c²p)
+        // and the scores times V (2c²m).
+        Timed::Chunkwise => chunks * (4.0 * c * p * m + 2.0 * c * c * (p + m)),
+        // Per token: the prediction W k̄ (2pm), the write (2pm) and the
+        // read W q̄ (2pm).
+        Timed::DeltaRecurrent => 6.0 * n * p * m,
+        // Per chunk: [K̄; Q̄] K̄ᵀ (4c²p), forward substitution on [K̄ | V]
+        // (c(c − 1)(p + m)), [Q̄; T K̄] W₀ᵀ (4cpm), tril(Q̄ K̄ᵀ) U (2c²m),
+        // W += Uᵀ K̄ (2cpm).
+        Timed::DeltaChunkwise => {
+            chunks
+                * (6.0 * c * p * m
+                    + 4.0 * c * c * p
+                    + 2.0 * c * c * m
+                    + c * (c - 1.0) * (p + m))
+        }
+    }
+}
+
+/// Arithmetic per token of the delta rule's two schedules, at widths
+/// d = p = m and several chunk sizes: what the chunkwise form must make up
+/// for in speed.
+pub struct DeltaArithmetic {
+    pub d: usize,
+    /// Operations per token of the recurrence.
+    pub recurrent: f64,
+    /// (C, operations per token of the chunkwise form).
+    pub chunkwise: Vec<(usize, f64)>,
+}
+
+/// The appendix's count: d = 64 and chunks from 1 to 256.
+pub fn delta_arithmetic() -> DeltaArithmetic {
+    let (d, n) = (64, 1 << 14);
+    let per_token = |form, c| arithmetic(form, n, d, d, c) / n as f64;
+    DeltaArithmetic {
+        d,
+        recurrent: per_token(Timed::DeltaRecurrent, 1),
+        chunkwise: [1, 4, 16, 64, 256]
+            .into_iter()
+            .map(|c| (c, per_token(Timed::DeltaChunkwise, c)))
+            .collect(),
+    }
+}
+
+impl fmt::Display for DeltaArithmetic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "operations per token, d = m = {}: recurrence {:.0}",
+            self.d, self.recurrent
+        )?;
+        writeln!(f, "{:>6}  {:>10}  {:>14}", "C", "chunkwise", "÷ recurrence")?;
+        for &(c, ops) in &self.chunkwise {
+            writeln!(f, "{c:>6}  {ops:>10.0}  {:>14.2}", ops / self.recurrent)?;
+        }
+        let least = self.chunkwise.iter().map(|x| x.1).fold(f64::MAX, f64::min);
+        write!(
+            f,
+            "at best the chunkwise form does {:.2}x the recurrence's arithmetic",
+            least / self.recurrent
+        )
+    }
 }
 
 /// An f64 matrix rounded to f32.
@@ -874,6 +1035,68 @@ mod tests {
                 ] {
                     let e = gap(&fast.unwrap(), &book.unwrap());
                     assert!(e < 1e-4, "{name}, seed {seed}, N {n}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunkwise_delta_rule_does_more_arithmetic_per_token_than_its_recurrence()
+    {
+        for (p, m) in [(8, 8), (32, 16), (64, 64), (128, 64)] {
+            let n = 4096;
+            let rec = arithmetic(Timed::DeltaRecurrent, n, p, m, 1);
+            for c in [1, 2, 3, 16, 64, 100, 512, 4096] {
+                let chk = arithmetic(Timed::DeltaChunkwise, n, p, m, c);
+                assert!(chk > rec, "p {p}, m {m}, C {c}: {chk} vs {rec}");
+            }
+        }
+        let table = delta_arithmetic();
+        assert!(table.chunkwise.iter().all(|&(_, x)| x > table.recurrent));
+    }
+
+    #[test]
+    fn arithmetic_grows_as_each_form_says() {
+        use Timed::*;
+        for (p, m, c) in [(8, 8, 4), (64, 32, 16), (64, 64, 64)] {
+            let ops = |form, n| arithmetic(form, n, p, m, c);
+            for form in [Recurrent, Chunkwise, DeltaRecurrent, DeltaChunkwise] {
+                // Linear in N once N is a whole number of chunks.
+                let (one, two) = (ops(form, 1024), ops(form, 2048));
+                assert!((two / one - 2.0).abs() < 1e-12, "{form:?}");
+            }
+            for form in [Softmax, Parallel, ScoresFirst] {
+                let (one, two) = (ops(form, 1024), ops(form, 2048));
+                assert!((two / one - 4.0).abs() < 1e-12, "{form:?}");
+            }
+            // A chunk of one token is the recurrence plus the work of
+            // scoring that token against itself.
+            let one = arithmetic(Chunkwise, 1024, p, m, 1);
+            let rec = ops(Recurrent, 1024);
+            let extra = 2.0 * 1024.0 * (p + m) as f64;
+            assert!((one - rec - extra).abs() < 1e-6, "{one} {rec}");
+        }
+    }
+
+    #[test]
+    fn each_value_row_of_the_delta_rule_evolves_on_its_own() {
+        // Row i of W sees only column i of V: the value entries can be
+        // split between threads with no exchange, in either schedule.
+        for seed in 0..3 {
+            for (n, chunk, d) in [(9, 4, 3), (100, 16, 8), (64, 8, 16)] {
+                let [q, k, v] = random_inputs(seed, n, d, 6);
+                let beta = betas(seed, n);
+                let whole = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+                for (a, b) in [(0, 1), (1, 4), (4, 6)] {
+                    let part = v.slice(s![.., a..b]);
+                    let rec = delta_rule_recurrent(&q, &k, &part, &beta);
+                    let chk = delta_rule_chunkwise(&q, &k, &part, &beta, chunk);
+                    let expected = whole.output.slice(s![.., a..b]);
+                    for read in [rec.unwrap(), chk.unwrap()] {
+                        let gap = (&read.output - &expected)
+                            .fold(0.0f64, |g, x| g.max(x.abs()));
+                        assert!(gap < 1e-12, "seed {seed}, rows {a}..{b}");
+                    }
                 }
             }
         }
