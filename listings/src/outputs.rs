@@ -219,6 +219,10 @@ pub const ALL: &[Output] = &[
         run: || crate::speed::measured_chunk_sizes().to_string(),
     },
     Output {
+        name: "speed-delta-arithmetic",
+        run: || crate::speed::delta_arithmetic().to_string(),
+    },
+    Output {
         name: "feature-map-normaliser",
         run: || crate::normaliser::normaliser_study(200, 8, 10).to_string(),
     },
