@@ -554,8 +554,13 @@ pub fn linear_attention_parallel_f32(
     for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
         row.slice_mut(s![t + 1..]).fill(0.0); // the causal mask
     }
+    Ok(weighted_read(&scores, v))
+}
+
+/// (A V) / (A 1): each row of scores A as weights over the rows of V.
+fn weighted_read(scores: &ArrayRef2<f32>, v: &ArrayRef2<f32>) -> Array2<f32> {
     let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
-    Ok(scores.dot(v) / denominator)
+    scores.dot(v) / denominator
 }
 
 /// `linear_attention_scores_first` at f32 (non-causal): builds (N, N_k).
@@ -565,9 +570,7 @@ pub fn linear_attention_scores_first_f32(
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
     check_qkv_f32(phi_q, phi_k, v, false)?;
-    let scores = phi_q.dot(&phi_k.t());
-    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
-    Ok(scores.dot(v) / denominator)
+    Ok(weighted_read(&phi_q.dot(&phi_k.t()), v))
 }
 
 /// `linear_attention_memory_first` at f32 (non-causal): S and z first.
