@@ -456,12 +456,13 @@ impl fmt::Display for RankStudy {
 }
 
 // ANCHOR: taylor_features
-/// Taylor features of exp(qᵀk) up to degree n: one feature x^α / √α! per
-/// multi-index α with |α| ≤ n, so φ(q)ᵀφ(k) = Σ_{i≤n} (qᵀk)^i / i!.
-/// x: (N, d); returns (N, p) with p = C(d + n, n).
-pub fn taylor_features(x: &ArrayRef2<f64>, n: usize) -> Array2<f64> {
-    let alphas: Vec<Vec<u32>> =
-        (0..=n).flat_map(|i| multi_indices(x.ncols(), i)).collect();
+/// Taylor features of exp(qᵀk) up to degree ℓ: one feature x^α / √α! per
+/// multi-index α with |α| ≤ ℓ, so φ(q)ᵀφ(k) = Σ_{i≤ℓ} (qᵀk)^i / i!.
+/// x: (N, d); returns (N, p) with p = C(d + ℓ, ℓ).
+pub fn taylor_features(x: &ArrayRef2<f64>, degree: usize) -> Array2<f64> {
+    let alphas: Vec<Vec<u32>> = (0..=degree)
+        .flat_map(|i| multi_indices(x.ncols(), i))
+        .collect();
     Array2::from_shape_fn((x.nrows(), alphas.len()), |(t, f)| {
         let x_t = x.row(t);
         let monomial = |(&x, &a): (&f64, &u32)| x.powi(a as i32);
@@ -492,18 +493,18 @@ fn factorial(a: u32) -> f64 {
 }
 
 // ANCHOR: taylor_dimension
-/// Number of Taylor features up to degree n in d dimensions: the number of
-/// monomials of degree ≤ n in d variables, C(d + n, n).
-pub fn taylor_dimension(d: usize, n: usize) -> u64 {
+/// Number of Taylor features up to degree ℓ in d dimensions: the number of
+/// monomials of degree ≤ ℓ in d variables, C(d + ℓ, ℓ).
+pub fn taylor_dimension(d: usize, degree: usize) -> u64 {
     // C(d + i, i) = C(d + i − 1, i − 1) · (d + i) / i, exact at each step.
-    (1..=n as u64).fold(1, |c, i| c * (d as u64 + i) / i)
+    (1..=degree as u64).fold(1, |c, i| c * (d as u64 + i) / i)
 }
 // ANCHOR_END: taylor_dimension
 
-/// How well the degree-n Taylor features reproduce exp(qᵀk).
+/// How well the degree-ℓ Taylor features reproduce exp(qᵀk).
 pub struct TaylorRow {
     pub degree: usize,
-    /// p = C(d + n, n) for the study's d.
+    /// p = C(d + ℓ, ℓ) for the study's d.
     pub dimension: u64,
     /// p for a typical attention head's width, `TaylorStudy::wide_d`.
     pub wide_dimension: u64,
@@ -538,9 +539,9 @@ pub fn taylor_study(
     let k = randn(&mut rng, n_points, d) * scale;
     let exact = q.dot(&k.t()).mapv(f64::exp);
     let rows = degrees
-        .map(|n| {
-            let approx =
-                taylor_features(&q, n).dot(&taylor_features(&k, n).t());
+        .map(|degree| {
+            let approx = taylor_features(&q, degree)
+                .dot(&taylor_features(&k, degree).t());
             let errors: Vec<f64> = approx
                 .iter()
                 .zip(&exact)
@@ -548,9 +549,9 @@ pub fn taylor_study(
                 .collect();
             let spread = crate::summary::Spread::of(&errors);
             TaylorRow {
-                degree: n,
-                dimension: taylor_dimension(d, n),
-                wide_dimension: taylor_dimension(wide_d, n),
+                degree,
+                dimension: taylor_dimension(d, degree),
+                wide_dimension: taylor_dimension(wide_d, degree),
                 median_error: spread.median,
                 max_error: spread.max,
             }
@@ -569,7 +570,7 @@ impl fmt::Display for TaylorStudy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "exp(q.k) against its degree-n Taylor features, {0} x {0} pairs, \
+            "exp(q.k) against its degree-ℓ Taylor features, {0} x {0} pairs, \
              d = {1}, seed {2}",
             self.n_points, self.d, self.seed
         )?;
@@ -876,12 +877,12 @@ mod tests {
     }
 
     #[test]
-    fn taylor_dimension_is_d_plus_n_choose_n() {
+    fn taylor_dimension_is_d_plus_degree_choose_degree() {
         for d in 1..6 {
-            for n in 0..5 {
+            for l in 0..5 {
                 let x = Array2::<f64>::ones((1, d));
-                let p = taylor_features(&x, n).ncols() as u64;
-                assert_eq!(taylor_dimension(d, n), p, "d = {d}, n = {n}");
+                let p = taylor_features(&x, l).ncols() as u64;
+                assert_eq!(taylor_dimension(d, l), p, "d = {d}, degree {l}");
             }
         }
         assert_eq!(taylor_dimension(64, 0), 1);

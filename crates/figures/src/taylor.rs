@@ -34,7 +34,7 @@ pub fn taylor_features() -> String {
             x_log: None,
             y,
             y_log: 10,
-            x_desc: "degree n",
+            x_desc: "degree ℓ",
             y_desc,
         };
         let error_axes = axes((1e-14, 1e4), "relative error of exp(qᵀk)");
