@@ -424,14 +424,6 @@ fn targets(
             ),
             median("delta recurrent") / median("delta chunkwise") >= 5.0,
         ),
-        (
-            "delta chunkwise is ≥ 5× faster than the f64 listing's recurrence",
-            format!(
-                "{:.1}×",
-                median("delta recurrent f64") / median("delta chunkwise")
-            ),
-            median("delta recurrent f64") / median("delta chunkwise") >= 5.0,
-        ),
     ];
     let mut out =
         format!("targets at N = {n}, d = {d} (ratios of this run):\n");
@@ -439,6 +431,12 @@ fn targets(
         let verdict = if met { "met" } else { "NOT met" };
         let _ = writeln!(out, "  {verdict:<8} {what}: {value}");
     }
+    let _ = writeln!(
+        out,
+        "for reference: delta chunkwise against the book's f64 listing of \
+         the recurrence (allocating every token): {:.1}× faster",
+        median("delta recurrent f64") / median("delta chunkwise")
+    );
     if let Some(bound) = delta_bound(rows, ceiling) {
         let _ = write!(out, "{bound}");
     }
