@@ -12,7 +12,8 @@ use listings::delta::delta_rule_recurrent;
 use listings::ndarray::Array1;
 use listings::schedules::Machine;
 use listings::speed::{
-    Timed, arithmetic, delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
+    Timed, ValueForm, across_value_columns, arithmetic,
+    delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
     linear_attention_parallel_f32, linear_attention_recurrent_f32,
     linear_attention_scores_first_f32, random_inputs,
@@ -284,6 +285,10 @@ fn main() {
         }
     }
 
+    let (d64, [chunk64, delta_chunk64]) = chunk_for[0];
+    assert_eq!(d64, 64, "the first width is the targets'");
+    let scaling = thread_scaling(chunk64, delta_chunk64, machine.cores);
+
     // The ceiling again, after the run: a shared machine may have been
     // busy the first time, and the ceiling is the best the machine did.
     let mut ceiling_points = ceiling_points;
@@ -294,6 +299,7 @@ fn main() {
     println!("{table}");
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
+    println!("{}", render_scaling(&scaling));
     let json = to_json(
         &machine,
         ceiling,
@@ -301,6 +307,7 @@ fn main() {
         &chunk_times,
         &rows,
         &allocations,
+        &scaling,
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir).expect("target/bench can be made");
@@ -492,6 +499,7 @@ fn to_json(
     chunk_times: &[ChunkTimes],
     rows: &[Row],
     allocations: &[(usize, usize, usize)],
+    scaling: &[Scaling],
 ) -> String {
     let num = |x: f64| {
         if x.is_finite() {
@@ -540,6 +548,20 @@ fn to_json(
         .collect();
     let _ =
         writeln!(out, "  \"recurrent_allocations\": [{}],", allocs.join(", "));
+    let scaled: Vec<String> = scaling
+        .iter()
+        .map(|s| {
+            format!(
+                "{{\"form\": {:?}, \"threads\": {}, \"one_thread_s\": {}, \
+                 \"all_threads_s\": {}}}",
+                s.form,
+                s.threads,
+                num(s.one),
+                num(s.all)
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  \"thread_scaling\": [{}],", scaled.join(", "));
     let entries: Vec<String> = rows
         .iter()
         .map(|r| {
@@ -566,5 +588,90 @@ fn to_json(
         writeln!(out, "  \"rows\": [\n    {}\n  ]", entries.join(",\n    "));
     out.push('}');
     out.push('\n');
+    out
+}
+
+/// One form timed by the wall clock on one thread and on every core, with
+/// its value columns split by `speed::across_value_columns`.
+struct Scaling {
+    form: &'static str,
+    threads: usize,
+    one: f64,
+    all: f64,
+}
+
+/// At N = 16384, d = 64: each causal linear form on one thread and on
+/// `cores` threads, in alternating rounds, median wall-clock seconds of 5.
+/// The wall clock, because the point is the time to the answer; on a
+/// shared machine it is noisier than the table's CPU time.
+fn thread_scaling(
+    chunk: usize,
+    delta_chunk: usize,
+    cores: usize,
+) -> Vec<Scaling> {
+    let n = 16384;
+    let [q, k, v] = random_inputs(3, n, 64, 64).map(|a| to_f32(&a));
+    let beta = Array1::<f32>::from_elem(n, 0.5);
+    let (q, k, beta) = (&q, &k, &beta);
+    let forms: [(&'static str, &ValueForm); 4] = [
+        ("recurrent", &|v| linear_attention_recurrent_f32(q, k, v)),
+        ("chunkwise", &|v| {
+            linear_attention_chunkwise_f32(q, k, v, chunk)
+        }),
+        ("delta recurrent", &|v| {
+            delta_rule_recurrent_f32(q, k, v, beta)
+        }),
+        ("delta chunkwise", &|v| {
+            delta_rule_chunkwise_f32(q, k, v, beta, delta_chunk)
+        }),
+    ];
+    let threads = cores.max(1);
+    forms
+        .into_iter()
+        .map(|(form, f)| {
+            let run = |t: usize| {
+                let start = Instant::now();
+                black_box(
+                    across_value_columns(&v, t, f).expect("shapes agree"),
+                );
+                start.elapsed().as_secs_f64()
+            };
+            run(1);
+            run(threads); // warm-up
+            let (mut one, mut all) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                one.push(run(1));
+                all.push(run(threads));
+            }
+            let median = |mut x: Vec<f64>| {
+                x.sort_by(f64::total_cmp);
+                x[x.len() / 2]
+            };
+            Scaling {
+                form,
+                threads,
+                one: median(one),
+                all: median(all),
+            }
+        })
+        .collect()
+}
+
+fn render_scaling(scaling: &[Scaling]) -> String {
+    let mut out = String::from(
+        "threads at N = 16384, d = 64 (wall clock, value columns split \
+         across threads, median of 5):\n",
+    );
+    for s in scaling {
+        let _ = writeln!(
+            out,
+            "  {:<16} 1 thread {:>8.3} ms   {} threads {:>8.3} ms   {:.2}× faster",
+            s.form,
+            s.one * 1e3,
+            s.threads,
+            s.all * 1e3,
+            s.one / s.all
+        );
+    }
     out
 }
