@@ -588,9 +588,10 @@ pub fn linear_attention_memory_first_f32(
 /// Run `form` on `threads` groups of value columns at once, one scoped
 /// thread per group, and set the outputs side by side. Right for every
 /// form of this module: output column i depends on value column i (and on
-/// the queries and keys) only, because row i of S or W meets only entry i
-/// of each value. Each thread repeats the work that does not depend on the
-/// values (normalisers, scores), which costs little beside the state's.
+/// the queries and keys) only, since no weight depends on the values and
+/// row i of S or W meets only entry i of each value. Each thread repeats
+/// the work that does not depend on the values (normalisers, scores), one
+/// reason the speed-up falls short of the number of threads.
 /// v: (N, m); `form` maps (N, m') values to (N, m') outputs.
 pub fn across_value_columns<F>(
     v: &ArrayRef2<f32>,
