@@ -11,7 +11,9 @@
 use crate::fast_weights::fast_weight_write;
 use crate::feature_maps::map_rows;
 use crate::input::same_rows;
-use crate::input::{InputError, check_qkv, nonempty_finite, same_cols};
+use crate::input::{
+    InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
+};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 // ANCHOR: sum_normalise
@@ -149,15 +151,7 @@ pub fn delta_rule_chunkwise(
     chunk: usize,
 ) -> Result<DeltaRead, InputError> {
     check_delta(phi_q, phi_k, v, beta)?;
-    if chunk == 0 {
-        let rule = "a chunk holds at least one token";
-        let value = chunk;
-        return Err(InputError::BadParameter {
-            name: "chunk",
-            value,
-            rule,
-        });
-    }
+    check_chunk(chunk)?;
     let (n, p, m) = (phi_k.nrows(), phi_k.ncols(), v.ncols());
     let (k_all, q_all) = (
         map_rows(phi_k, sum_normalise),

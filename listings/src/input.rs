@@ -146,6 +146,19 @@ pub fn check_qkv(
     Ok(())
 }
 
+/// A chunkwise schedule's chunk size: at least one token.
+pub fn check_chunk(chunk: usize) -> Result<(), InputError> {
+    if chunk == 0 {
+        let rule = "a chunk holds at least one token";
+        return Err(InputError::BadParameter {
+            name: "chunk",
+            value: chunk,
+            rule,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use crate::fast_weights::{
     linear_attention_parallel, linear_attention_recurrent,
 };
 use crate::feature_maps::elu_plus_one;
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_chunk, check_qkv};
 use crate::kernel::{
     Memory, linear_attention_memory_first, linear_attention_scores_first,
     sequence_memory,
@@ -75,14 +75,7 @@ pub fn linear_attention_chunkwise(
     chunk: usize,
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
-    if chunk == 0 {
-        let rule = "a chunk holds at least one token";
-        return Err(InputError::BadParameter {
-            name: "chunk",
-            value: chunk,
-            rule,
-        });
-    }
+    check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut memory = Memory {
         s: Array2::zeros((m, p)), // S_0 = 0

@@ -15,7 +15,7 @@
 
 use crate::fast_weights::linear_attention_recurrent;
 use crate::feature_maps::elu_plus_one;
-use crate::input::InputError;
+use crate::input::{InputError, check_chunk};
 use crate::kernel::worst_row_relative_difference;
 use crate::random::{randn, seeded};
 use crate::schedules::{Clock, Machine, time_once};
@@ -137,18 +137,6 @@ fn check_qkv_f32(
     if causal && q.nrows() != k.nrows() {
         let rule = "a causal read has one key per query";
         return Err(mismatch("q", q, "k", k, rule));
-    }
-    Ok(())
-}
-
-fn check_chunk(chunk: usize) -> Result<(), InputError> {
-    if chunk == 0 {
-        let rule = "a chunk holds at least one token";
-        return Err(InputError::BadParameter {
-            name: "chunk",
-            value: chunk,
-            rule,
-        });
     }
     Ok(())
 }
