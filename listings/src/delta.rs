@@ -12,7 +12,7 @@ use crate::fast_weights::fast_weight_write;
 use crate::feature_maps::map_rows;
 use crate::input::same_rows;
 use crate::input::{
-    InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
+    Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
 };
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
@@ -109,11 +109,11 @@ pub fn delta_rule_recurrent(
 
 /// The checks of the delta-rule layers: those of a causal read, and one
 /// finite write strength per token.
-fn check_delta(
-    phi_q: &ArrayRef2<f64>,
-    phi_k: &ArrayRef2<f64>,
-    v: &ArrayRef2<f64>,
-    beta: &ArrayRef1<f64>,
+pub(crate) fn check_delta<T: Entry>(
+    phi_q: &ArrayRef2<T>,
+    phi_k: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
+    beta: &ArrayRef1<T>,
 ) -> Result<(), InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
     let beta = beta.view().insert_axis(Axis(1)); // (N, 1)

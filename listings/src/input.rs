@@ -67,14 +67,41 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-fn shape(a: &ArrayRef2<f64>) -> [usize; 2] {
+/// The entry types the checks accept: f64, the book's, and f32, the fast
+/// forms' of Appendix E.
+pub trait Entry: Copy {
+    /// Neither NaN nor ±∞.
+    fn finite(self) -> bool;
+    /// The same number as an f64 (exactly), for an error message.
+    fn widen(self) -> f64;
+}
+
+impl Entry for f64 {
+    fn finite(self) -> bool {
+        self.is_finite()
+    }
+    fn widen(self) -> f64 {
+        self
+    }
+}
+
+impl Entry for f32 {
+    fn finite(self) -> bool {
+        self.is_finite()
+    }
+    fn widen(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+fn shape<T>(a: &ArrayRef2<T>) -> [usize; 2] {
     [a.nrows(), a.ncols()]
 }
 
 /// `a` has at least one row and one column, and only finite entries.
-pub fn nonempty_finite(
+pub fn nonempty_finite<T: Entry>(
     name: &'static str,
-    a: &ArrayRef2<f64>,
+    a: &ArrayRef2<T>,
 ) -> Result<(), InputError> {
     if a.is_empty() {
         return Err(InputError::Empty {
@@ -82,38 +109,45 @@ pub fn nonempty_finite(
             shape: shape(a),
         });
     }
-    match a.indexed_iter().find(|(_, x)| !x.is_finite()) {
+    // A branch-free pass over the memory first (it vectorises); the
+    // position is looked for only when there is one to report.
+    let all_finite =
+        |x: &[T]| x.iter().map(|x| u32::from(!x.finite())).sum::<u32>() == 0;
+    if a.as_slice_memory_order().is_some_and(all_finite) {
+        return Ok(());
+    }
+    match a.indexed_iter().find(|(_, x)| !x.finite()) {
         Some(((i, j), &value)) => Err(InputError::NonFinite {
             name,
             at: [i, j],
-            value,
+            value: value.widen(),
         }),
         None => Ok(()),
     }
 }
 
 /// `a` and `b` have the same number of columns.
-pub fn same_cols(
-    (a_name, a): (&'static str, &ArrayRef2<f64>),
-    (b_name, b): (&'static str, &ArrayRef2<f64>),
+pub fn same_cols<T>(
+    (a_name, a): (&'static str, &ArrayRef2<T>),
+    (b_name, b): (&'static str, &ArrayRef2<T>),
     rule: &'static str,
 ) -> Result<(), InputError> {
     agree(a.ncols() == b.ncols(), (a_name, a), (b_name, b), rule)
 }
 
 /// `a` and `b` have the same number of rows.
-pub fn same_rows(
-    (a_name, a): (&'static str, &ArrayRef2<f64>),
-    (b_name, b): (&'static str, &ArrayRef2<f64>),
+pub fn same_rows<T>(
+    (a_name, a): (&'static str, &ArrayRef2<T>),
+    (b_name, b): (&'static str, &ArrayRef2<T>),
     rule: &'static str,
 ) -> Result<(), InputError> {
     agree(a.nrows() == b.nrows(), (a_name, a), (b_name, b), rule)
 }
 
-fn agree(
+fn agree<T>(
     ok: bool,
-    (a_name, a): (&'static str, &ArrayRef2<f64>),
-    (b_name, b): (&'static str, &ArrayRef2<f64>),
+    (a_name, a): (&'static str, &ArrayRef2<T>),
+    (b_name, b): (&'static str, &ArrayRef2<T>),
     rule: &'static str,
 ) -> Result<(), InputError> {
     if ok {
@@ -129,10 +163,10 @@ fn agree(
 
 /// The checks every attention variant makes on q: (N, d), k: (N_k, d) and
 /// v: (N_k, m). A causal read also needs one key per query (N_k = N).
-pub fn check_qkv(
-    q: &ArrayRef2<f64>,
-    k: &ArrayRef2<f64>,
-    v: &ArrayRef2<f64>,
+pub fn check_qkv<T: Entry>(
+    q: &ArrayRef2<T>,
+    k: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
     causal: bool,
 ) -> Result<(), InputError> {
     nonempty_finite("q", q)?;
@@ -207,6 +241,21 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn non_finite_values_are_found_in_f32_and_in_strided_views() {
+        let mut a = Array2::<f32>::zeros((4, 6));
+        a[[3, 4]] = f32::NAN;
+        let err = nonempty_finite("v", &a).unwrap_err();
+        assert!(matches!(err, InputError::NonFinite { at: [3, 4], .. }));
+        // Every other column: not one slice of memory, so the slow path.
+        let strided = a.slice(ndarray::s![.., ..;2]);
+        let err = nonempty_finite("v", &strided).unwrap_err();
+        assert!(matches!(err, InputError::NonFinite { at: [3, 2], .. }));
+        let clean = a.slice(ndarray::s![.., 1..;2]);
+        assert!(nonempty_finite("v", &clean).is_ok());
+        assert!(nonempty_finite("v", &a.t()).is_err()); // column-major
     }
 
     #[test]

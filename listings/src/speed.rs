@@ -13,9 +13,10 @@
 //! Shapes as in Part I: phi_q, phi_k: (N, p), v: (N, m), S: (m, p), row t
 //! of a matrix is token t; outputs O: (N, m).
 
+use crate::delta::check_delta;
 use crate::fast_weights::linear_attention_recurrent;
 use crate::feature_maps::elu_plus_one;
-use crate::input::{InputError, check_chunk};
+use crate::input::{InputError, check_chunk, check_qkv};
 use crate::kernel::worst_row_relative_difference;
 use crate::random::{randn, seeded};
 use crate::schedules::{Clock, Machine, time_once};
@@ -90,57 +91,6 @@ fn delta_token_wide(
     delta_token_f32(w, q, k, v, beta, y)
 }
 
-/// The checks of `input::check_qkv`, on f32 operands.
-fn check_qkv_f32(
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-    causal: bool,
-) -> Result<(), InputError> {
-    for (name, a) in [("q", q), ("k", k), ("v", v)] {
-        if a.is_empty() {
-            let shape = [a.nrows(), a.ncols()];
-            return Err(InputError::Empty { name, shape });
-        }
-        // A branch-free pass over the memory first (it vectorises); the
-        // position is looked for only when there is one to report.
-        let all_finite = |x: &[f32]| {
-            x.iter().map(|x| u32::from(!x.is_finite())).sum::<u32>() == 0
-        };
-        if a.as_slice_memory_order().is_some_and(all_finite) {
-            continue;
-        }
-        if let Some(((i, j), &x)) =
-            a.indexed_iter().find(|(_, x)| !x.is_finite())
-        {
-            let value = f64::from(x);
-            return Err(InputError::NonFinite {
-                name,
-                at: [i, j],
-                value,
-            });
-        }
-    }
-    let shape = |a: &ArrayRef2<f32>| [a.nrows(), a.ncols()];
-    let mismatch = |l, a, r, b, rule| InputError::ShapeMismatch {
-        left: (l, shape(a)),
-        right: (r, shape(b)),
-        rule,
-    };
-    if q.ncols() != k.ncols() {
-        let rule = "queries and keys share the width d";
-        return Err(mismatch("q", q, "k", k, rule));
-    }
-    if k.nrows() != v.nrows() {
-        return Err(mismatch("k", k, "v", v, "each key has one value"));
-    }
-    if causal && q.nrows() != k.nrows() {
-        let rule = "a causal read has one key per query";
-        return Err(mismatch("q", q, "k", k, rule));
-    }
-    Ok(())
-}
-
 // ANCHOR: recurrent_token_f32
 /// One token of the f32 recurrence, in place, with S: (m, p) kept by
 /// columns (s_j is s[j m..(j + 1) m]). The write s_j += k_j v and the read
@@ -213,7 +163,7 @@ pub fn linear_attention_recurrent_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(phi_q, phi_k, v, true)?;
+    check_qkv(phi_q, phi_k, v, true)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let mut z = vec![0.0f32; p]; // z_0 = 0
@@ -248,7 +198,7 @@ pub fn linear_attention_chunkwise_f32(
     v: &ArrayRef2<f32>,
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(phi_q, phi_k, v, true)?;
+    check_qkv(phi_q, phi_k, v, true)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = Array2::<f32>::zeros((m, p)); // S_0 = 0
@@ -283,34 +233,6 @@ pub fn linear_attention_chunkwise_f32(
     Ok(o)
 }
 // ANCHOR_END: linear_attention_chunkwise_f32
-
-/// The checks of the delta-rule forms: a causal read, one finite write
-/// strength per token, and feature rows with a positive sum.
-fn check_delta_f32(
-    phi_q: &ArrayRef2<f32>,
-    phi_k: &ArrayRef2<f32>,
-    v: &ArrayRef2<f32>,
-    beta: &ArrayRef1<f32>,
-) -> Result<(), InputError> {
-    check_qkv_f32(phi_q, phi_k, v, true)?;
-    if beta.len() != phi_k.nrows() {
-        return Err(InputError::ShapeMismatch {
-            left: ("k", [phi_k.nrows(), phi_k.ncols()]),
-            right: ("beta", [beta.len(), 1]),
-            rule: "one write strength per key",
-        });
-    }
-    if let Some((i, &x)) = beta.indexed_iter().find(|(_, x)| !x.is_finite()) {
-        let value = f64::from(x);
-        let at = [i, 0];
-        return Err(InputError::NonFinite {
-            name: "beta",
-            at,
-            value,
-        });
-    }
-    Ok(())
-}
 
 /// The entries of a standard-layout matrix, row after row.
 fn slice<'a>(a: &'a ndarray::CowArray<'_, f32, ndarray::Ix2>) -> &'a [f32] {
@@ -399,7 +321,7 @@ pub fn delta_rule_recurrent_f32(
     v: &ArrayRef2<f32>,
     beta: &ArrayRef1<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_delta_f32(phi_q, phi_k, v, beta)?;
+    check_delta(phi_q, phi_k, v, beta)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut w = vec![0.0f32; p * m]; // W_0 = 0, by columns
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
@@ -439,7 +361,7 @@ pub fn delta_rule_chunkwise_f32(
     beta: &ArrayRef1<f32>,
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
-    check_delta_f32(phi_q, phi_k, v, beta)?;
+    check_delta(phi_q, phi_k, v, beta)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let c_max = chunk.min(n);
@@ -516,7 +438,7 @@ pub fn softmax_attention_causal_f32(
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(q, k, v, true)?;
+    check_qkv(q, k, v, true)?;
     let scale = 1.0 / (q.ncols() as f32).sqrt();
     let mut weights = q.dot(&k.t());
     for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
@@ -537,7 +459,7 @@ pub fn linear_attention_parallel_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(phi_q, phi_k, v, true)?;
+    check_qkv(phi_q, phi_k, v, true)?;
     let mut scores = phi_q.dot(&phi_k.t());
     for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
         row.slice_mut(s![t + 1..]).fill(0.0); // the causal mask
@@ -557,7 +479,7 @@ pub fn linear_attention_scores_first_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(phi_q, phi_k, v, false)?;
+    check_qkv(phi_q, phi_k, v, false)?;
     Ok(weighted_read(&phi_q.dot(&phi_k.t()), v))
 }
 
@@ -567,7 +489,7 @@ pub fn linear_attention_memory_first_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv_f32(phi_q, phi_k, v, false)?;
+    check_qkv(phi_q, phi_k, v, false)?;
     let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
     Ok(phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1)))
 }
