@@ -665,7 +665,7 @@ fn render_scaling(scaling: &[Scaling]) -> String {
     for s in scaling {
         let _ = writeln!(
             out,
-            "  {:<16} 1 thread {:>8.3} ms   {} threads {:>8.3} ms   {:.2}× faster",
+            "  {:<16} 1 thread {:>8.3} ms   {} threads {:>8.3} ms   speed-up {:.2}×",
             s.form,
             s.one * 1e3,
             s.threads,

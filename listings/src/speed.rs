@@ -513,21 +513,25 @@ where
 {
     let m = v.ncols();
     let threads = threads.clamp(1, m.max(1)); // no group without a column
+    if threads == 1 {
+        return form(v); // nothing to split
+    }
+    let group =
+        |i: usize| v.slice(s![.., i * m / threads..(i + 1) * m / threads]);
     let form = &form;
-    let parts: Vec<Result<Array2<f32>, InputError>> =
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|i| {
-                    let columns =
-                        v.slice(s![.., i * m / threads..(i + 1) * m / threads]);
-                    scope.spawn(move || form(&columns))
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("a worker thread does not panic"))
-                .collect()
-        });
+    let parts = std::thread::scope(|scope| {
+        let workers: Vec<_> = (1..threads)
+            .map(|i| {
+                let columns = group(i);
+                scope.spawn(move || form(&columns))
+            })
+            .collect();
+        let mut parts = vec![form(&group(0))]; // the first group, right here
+        for worker in workers {
+            parts.push(worker.join().expect("a worker thread does not panic"));
+        }
+        parts
+    });
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
     let views: Vec<_> = parts.iter().map(|part| part.view()).collect();
     Ok(ndarray::concatenate(Axis(1), &views).expect("parts of one length"))
