@@ -2,7 +2,7 @@
 //! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
 //! builds it in release mode; it uses every core and shows its progress.
 
-use listings::retrieval::sweep::{Record, plan, run_all, to_tsv};
+use listings::retrieval::sweep::{Record, budget_line, plan, run_all, to_tsv};
 use listings::schedules::Machine;
 use std::io::Write;
 use std::path::Path;
@@ -53,6 +53,7 @@ fn main() {
             cpu.map_or("CPU time unknown".to_string(), |c| format!("{c:.1} minutes of CPU time")),
         ),
         format!("Date: {}", machine.date),
+        budget_line(),
     ];
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");

@@ -158,9 +158,9 @@ pub const ALL: &[Figure] = &[
             results of cargo xtask retrieval.",
         alt: "Six lines of loss against n. Softmax stays at the bottom for \
             every n. The linear layers stay low for small n and then rise \
-            to a plateau; the wider the feature map, the later the rise: \
-            elu+1 and DPFP-1 first, FAVOR+ with them, then DPFP-2, then \
-            DPFP-3.",
+            to a plateau; FAVOR+ rises first, then elu+1 and DPFP-1 \
+            together, then DPFP-2, then DPFP-3: among the deterministic \
+            maps, the wider the feature map, the later the rise.",
         render: retrieval::setting1,
     },
     Figure {

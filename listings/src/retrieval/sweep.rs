@@ -15,10 +15,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Key width of the scaled-down reproduction (the paper uses 64).
 pub const D: usize = 8;
 
-/// Steps per run at most (the paper allows 100k).
-pub const MAX_STEPS: usize = 10_000;
-
 // ANCHOR: plan
+/// Steps per run at most (the paper allows 100k).
+pub const MAX_STEPS: usize = 30_000;
+
+/// The optimiser and stopping rule of every run: the paper's, evaluated
+/// every 1000 steps, so that ten evaluations without improvement span
+/// 10,000 steps, and at most `MAX_STEPS` steps.
+pub fn budget() -> Budget {
+    Budget {
+        eval_every: 1000,
+        ..Budget::paper(MAX_STEPS)
+    }
+}
+
 /// The layers compared in Setting 1 (capacity) and Setting 2 (updates).
 pub fn setting1_layers() -> Vec<Layer> {
     use {Phi::*, Rule::Sum};
@@ -62,10 +72,7 @@ pub fn plan() -> Vec<Run> {
                     setting,
                     shape: Shape::paper(n, D),
                     seed: 1,
-                    budget: Budget {
-                        eval_every: 200,
-                        ..Budget::paper(MAX_STEPS)
-                    },
+                    budget: budget(),
                 });
             }
         }
@@ -73,6 +80,22 @@ pub fn plan() -> Vec<Run> {
     runs
 }
 // ANCHOR_END: plan
+
+/// The data file's line that records the budget its runs were made with.
+pub fn budget_line() -> String {
+    let b = budget();
+    format!(
+        "Budget: batch {}, lr {}, evaluated every {} steps on {} episodes, \
+         stop at loss {} or after {} evaluations without improvement or {} steps.",
+        b.batch,
+        b.lr,
+        b.eval_every,
+        b.eval_episodes,
+        b.target_loss,
+        b.patience,
+        b.max_steps
+    )
+}
 
 /// Run `runs` on `threads` threads, biggest first, calling `progress(done,
 /// total, run, outcome)` as each finishes. Results come back in plan order.
@@ -336,6 +359,8 @@ mod tests {
         }
         let (comments, _) = committed();
         assert!(comments.iter().any(|c| c.starts_with("Machine:")));
+        // Rerun it after changing the budget, too.
+        assert!(comments.contains(&budget_line()), "{comments:?}");
     }
 
     #[test]
@@ -359,6 +384,32 @@ mod tests {
                 assert!(c <= layer.width(D), "{}: {c}", layer.name());
             }
         }
+    }
+
+    #[test]
+    fn each_deterministic_map_holds_between_half_and_all_of_its_width() {
+        use {Phi::*, Rule::Sum};
+        for phi in [EluPlusOne, Dpfp(1), Dpfp(2), Dpfp(3)] {
+            let layer = Layer::Linear(phi, Sum);
+            let (c, p) = (cap(Setting::Distinct, layer), layer.width(D));
+            assert!(2 * c >= p && c <= p, "{}: {c} of {p}", layer.name());
+        }
+        // elu+1, the narrowest, holds all of it.
+        let elu = Layer::Linear(EluPlusOne, Sum);
+        assert_eq!(cap(Setting::Distinct, elu), elu.width(D));
+    }
+
+    #[test]
+    fn dpfp_1_holds_no_more_keys_than_elu_plus_one_and_favor_fewer() {
+        use {Phi::*, Rule::Sum};
+        let cap1 = |phi| cap(Setting::Distinct, Layer::Linear(phi, Sum));
+        assert_eq!(cap1(Dpfp(1)), cap1(EluPlusOne));
+        // FAVOR+, as wide as DPFP-2, solves only the smallest size.
+        assert!(cap1(Favor(2 * D)) < cap1(EluPlusOne));
+        let runs = data();
+        let name = Layer::Linear(Favor(2 * D), Sum).name();
+        let favor = series(&runs, Setting::Distinct, &name);
+        assert!(favor[0].solved() && favor[1..].iter().all(|r| !r.solved()));
     }
 
     #[test]
