@@ -22,7 +22,9 @@ use crate::random::{randn, seeded};
 use crate::schedules::{Clock, Machine, time_once};
 use crate::summary::Spread;
 use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
+use ndarray::{
+    Array1, Array2, ArrayRef1, ArrayRef2, Axis, CowArray, Ix2, Zip, s,
+};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -167,13 +169,7 @@ pub fn linear_attention_recurrent_f32(
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let mut z = vec![0.0f32; p]; // z_0 = 0
-    // Rows as plain slices: borrowed when the inputs are in standard
-    // (row-major) layout, as they usually are; copied once if not.
-    let (q_all, k_all, v_all) = (
-        phi_q.as_standard_layout(),
-        phi_k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
+    let [q_all, k_all, v_all] = row_major(phi_q, phi_k, v);
     let q_rows = slice(&q_all).chunks_exact(p);
     let k_rows = slice(&k_all).chunks_exact(p);
     let v_rows = slice(&v_all).chunks_exact(m);
@@ -234,8 +230,19 @@ pub fn linear_attention_chunkwise_f32(
 }
 // ANCHOR_END: linear_attention_chunkwise_f32
 
+/// φ(Q), φ(K) and V in row-major (standard) layout, so that each row is a
+/// plain slice: borrowed when they already are, as they usually are;
+/// copied once if not.
+fn row_major<'a>(
+    phi_q: &'a ArrayRef2<f32>,
+    phi_k: &'a ArrayRef2<f32>,
+    v: &'a ArrayRef2<f32>,
+) -> [CowArray<'a, f32, Ix2>; 3] {
+    [phi_q, phi_k, v].map(|a| a.as_standard_layout())
+}
+
 /// The entries of a standard-layout matrix, row after row.
-fn slice<'a>(a: &'a ndarray::CowArray<'_, f32, ndarray::Ix2>) -> &'a [f32] {
+fn slice<'a>(a: &'a CowArray<'_, f32, Ix2>) -> &'a [f32] {
     a.as_slice().expect("standard layout")
 }
 
@@ -325,12 +332,7 @@ pub fn delta_rule_recurrent_f32(
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut w = vec![0.0f32; p * m]; // W_0 = 0, by columns
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
-    // Rows as plain slices, as in `linear_attention_recurrent_f32`.
-    let (q_all, k_all, v_all) = (
-        phi_q.as_standard_layout(),
-        phi_k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
+    let [q_all, k_all, v_all] = row_major(phi_q, phi_k, v);
     let q_rows = slice(&q_all).chunks_exact(p);
     let k_rows = slice(&k_all).chunks_exact(p);
     let v_rows = slice(&v_all).chunks_exact(m);
@@ -371,11 +373,7 @@ pub fn delta_rule_chunkwise_f32(
     let mut g = Array2::<f32>::zeros((2 * c_max, c_max)); // [K̄ K̄ᵀ; Q̄ K̄ᵀ]
     let mut r = Array2::<f32>::zeros((2 * c_max, m)); // [Q̄ W_0ᵀ; T K̄ W_0ᵀ]
     let mut y = Array2::<f32>::zeros((n, m));
-    let (q_all, k_all, v_all) = (
-        phi_q.as_standard_layout(),
-        phi_k.as_standard_layout(),
-        v.as_standard_layout(),
-    );
+    let [q_all, k_all, v_all] = row_major(phi_q, phi_k, v);
     let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
     for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
