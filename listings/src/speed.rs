@@ -28,69 +28,55 @@ use ndarray::{
 use std::fmt;
 use std::sync::OnceLock;
 
-/// `recurrent_token_f32` compiled for AVX2 where this CPU has it (asked at
-/// run time, a cached flag), else as baseline x86-64 code with 4-wide
-/// vectors. The compiler vectorises its loops 8 floats at a time under
-/// AVX2; matrixmultiply makes the same choice inside its kernels, and our
-/// loops have to ask for it.
-fn recurrent_token_wide(
-    s: &mut [f32],
-    z: &mut [f32],
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    read: &mut [f32],
-) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2(
-            s: &mut [f32],
-            z: &mut [f32],
-            q: &[f32],
-            k: &[f32],
-            v: &[f32],
-            read: &mut [f32],
-        ) -> f32 {
-            recurrent_token_f32(s, z, q, k, v, read)
+/// `fn $wide(args) = $body;` makes `$wide`, which runs `$body(args)`
+/// compiled for AVX2 where this CPU has it (asked at run time, a cached
+/// flag), else as baseline x86-64 code with 4-wide vectors. The compiler
+/// vectorises the loops of `$body` (inlined) 8 floats at a time under AVX2;
+/// matrixmultiply makes the same choice inside its kernels, and our loops
+/// have to ask for it.
+macro_rules! in_widest_vectors {
+    ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:ident;) => {
+        $(#[$doc])*
+        fn $wide($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: this CPU has AVX2, the one feature `avx2`
+                    // assumes.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: this CPU has AVX2, the one feature `avx2` assumes.
-            return unsafe { avx2(s, z, q, k, v, read) };
-        }
-    }
-    recurrent_token_f32(s, z, q, k, v, read)
+    };
 }
 
-/// `delta_token_f32` in the widest vectors this CPU has, as
-/// `recurrent_token_wide`.
-fn delta_token_wide(
-    w: &mut [f32],
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    beta: f32,
-    y: &mut [f32],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx2(
-            w: &mut [f32],
-            q: &[f32],
-            k: &[f32],
-            v: &[f32],
-            beta: f32,
-            y: &mut [f32],
-        ) {
-            delta_token_f32(w, q, k, v, beta, y)
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: this CPU has AVX2, the one feature `avx2` assumes.
-            return unsafe { avx2(w, q, k, v, beta, y) };
-        }
-    }
-    delta_token_f32(w, q, k, v, beta, y)
+in_widest_vectors! {
+    /// `recurrent_token_f32` in the widest vectors this CPU has.
+    fn recurrent_token_wide(
+        s: &mut [f32],
+        z: &mut [f32],
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        read: &mut [f32],
+    ) -> f32 = recurrent_token_f32;
+}
+
+in_widest_vectors! {
+    /// `delta_token_f32` in the widest vectors this CPU has.
+    fn delta_token_wide(
+        w: &mut [f32],
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        beta: f32,
+        y: &mut [f32],
+    ) = delta_token_f32;
 }
 
 // ANCHOR: recurrent_token_f32
