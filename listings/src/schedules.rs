@@ -185,6 +185,20 @@ pub fn state_jacobian(
 }
 // ANCHOR_END: state_jacobian
 
+/// The two header lines of a table with one column per form: the
+/// non-causal and causal groups, then N (in a column `first` wide) and the
+/// forms' names.
+fn write_form_header(f: &mut fmt::Formatter<'_>, first: usize) -> fmt::Result {
+    let titles =
+        format!("{:>first$}  {:^26}  {:^40}", "", "non-causal", "causal");
+    writeln!(f, "{}", titles.trim_end())?;
+    write!(f, "{:>first$}", "N")?;
+    for form in FORMS {
+        write!(f, "  {:>12}", form.name())?;
+    }
+    Ok(())
+}
+
 /// A schedule of linear attention that the timing study measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
@@ -307,13 +321,7 @@ impl fmt::Display for MemoryTable {
              {} bytes per float",
             self.p, self.m, self.chunk, self.bytes_per_float
         )?;
-        let titles =
-            format!("{:>9}  {:^26}  {:^40}", "", "non-causal", "causal");
-        writeln!(f, "{}", titles.trim_end())?;
-        write!(f, "{:>9}", "N")?;
-        for form in FORMS {
-            write!(f, "  {:>12}", form.name())?;
-        }
+        write_form_header(f, 9)?;
         for r in &self.rows {
             write!(f, "\n{:>9}", group_digits(r.n))?;
             for floats in r.floats {
@@ -608,13 +616,7 @@ impl fmt::Display for TimingStudy {
         )?;
         writeln!(f, "{}", self.provenance())?;
         writeln!(f, "milliseconds per call")?;
-        let titles =
-            format!("{:>7}  {:^26}  {:^40}", "", "non-causal", "causal");
-        writeln!(f, "{}", titles.trim_end())?;
-        write!(f, "{:>7}", "N")?;
-        for form in FORMS {
-            write!(f, "  {:>12}", form.name())?;
-        }
+        write_form_header(f, 7)?;
         for r in &self.rows {
             write!(f, "\n{:>7}", r.n)?;
             for s in r.seconds {
