@@ -1,34 +1,44 @@
 //! The book's mdBook preprocessor. It runs before mdBook's own `links`
-//! preprocessor and does four things to every chapter:
+//! preprocessor and does four things to every chapter, one module each:
 //!
-//! - **Listings.** A code block that includes a file by anchor
+//! - [`listing`]: a code block that includes a file by anchor
 //!   (`{{#include path:anchor}}` or `{{#rustdoc_include path:anchor}}`)
-//!   gets a numbered caption with an id, `Listing 2.1`. The anchor must exist
-//!   and enclose some code: mdBook itself would show an empty block.
-//! - **Figures.** `{{#figure NAME}}` on a line of its own becomes the SVG
+//!   gets a numbered caption with an id, `Listing 2.1`. [`include`] reads
+//!   the directive and checks that the anchor exists and encloses some
+//!   code: mdBook itself would show an empty block.
+//! - [`figure`]: `{{#figure NAME}}` on a line of its own becomes the SVG
 //!   drawn by the figure NAME of the `figures` crate, in a `<figure>` with
 //!   an id and a numbered caption.
-//! - **Outputs.** `{{#output NAME}}` becomes a text block with what the
+//! - [`output`]: `{{#output NAME}}` becomes a text block with what the
 //!   experiment NAME of `listings::outputs` prints, computed now.
-//! - **References.** `{{#ref figure:NAME}}`, `{{#ref listing:ANCHOR}}` and
+//! - [`reference`]: `{{#ref figure:NAME}}`, `{{#ref listing:ANCHOR}}` and
 //!   `{{#ref output:NAME}}` become links to the numbered item, in this
 //!   chapter or another one.
+//!
+//! [`number`] gives out the numbers and ids, [`scan`] reads a chapter line
+//! by line, [`make`] runs the experiments behind the figures and outputs,
+//! and [`katex_guard`] is the second pass, after KaTeX.
 //!
 //! Any unknown name, missing anchor or malformed directive is an error that
 //! stops the build and says where it is and what would have been valid.
 //! The preprocessor writes no files.
 
-use serde_json::Value;
-use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
+mod figure;
+pub mod include;
+pub mod katex_guard;
+mod listing;
+mod make;
+mod number;
+mod output;
+mod reference;
+mod scan;
 
-/// A drawn figure with its words.
-pub struct FigureData {
-    pub caption: String,
-    pub alt: String,
-    pub svg: String,
-}
+pub use figure::FigureData;
+
+use number::{Index, Kind};
+use scan::{Line, find_unescaped, scan};
+use serde_json::Value;
+use std::path::Path;
 
 /// Where figures and outputs come from. The book uses [`BookRegistry`];
 /// tests use a small fake.
@@ -58,34 +68,6 @@ impl Registry for BookRegistry {
     }
     fn output_names(&self) -> Vec<&'static str> {
         listings::outputs::ALL.iter().map(|o| o.name).collect()
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Kind {
-    Listing,
-    Figure,
-    Output,
-}
-
-impl Kind {
-    fn word(self) -> &'static str {
-        match self {
-            Kind::Listing => "Listing",
-            Kind::Figure => "Figure",
-            Kind::Output => "Output",
-        }
-    }
-    fn id(self, key: &str) -> String {
-        format!("{}-{key}", self.word().to_lowercase())
-    }
-    fn parse(word: &str) -> Option<Kind> {
-        match word {
-            "listing" => Some(Kind::Listing),
-            "figure" => Some(Kind::Figure),
-            "output" => Some(Kind::Output),
-            _ => None,
-        }
     }
 }
 
@@ -134,20 +116,22 @@ pub fn process(
     let mut errors = Vec::new();
     let index = number_items(&chapters, src, registry, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
-    let made = make_all(&index, registry);
-    let mut expanded = Vec::with_capacity(chapters.len());
-    for (i, ch) in chapters.iter().enumerate() {
-        expanded.push(expand(
-            mode,
-            i,
-            ch,
-            &paths,
-            &index,
-            src,
-            &made,
-            &mut errors,
-        ));
-    }
+    let made = make::make_all(&index, registry);
+    let expanded: Vec<String> = chapters
+        .iter()
+        .enumerate()
+        .map(|(here, ch)| {
+            let ctx = Context {
+                mode,
+                here,
+                paths: &paths,
+                index: &index,
+                src,
+                made: &made,
+            };
+            expand(&ctx, ch, &mut errors)
+        })
+        .collect();
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -220,150 +204,20 @@ fn write_back(
     }
 }
 
-/// (kind, key) → every (chapter index, "Figure 2.1") that shows it.
-type Index = HashMap<(Kind, String), Vec<(usize, String)>>;
-
-/// A line of a chapter, classified.
-enum Line<'a> {
-    /// A fence that opens or closes a code block.
-    Fence,
-    /// `{{#include path:anchor}}` (a listing: library code) or
-    /// `{{#rustdoc_include path:anchor}}` (a runnable example).
-    Include { arg: &'a str, runnable: bool },
-    /// `{{#figure NAME}}` or `{{#output NAME}}` alone on a line.
-    Block { kind: Kind, name: &'a str },
-    /// Anything else.
-    Text,
-}
-
-/// The first place `tag` occurs in `text` without a backslash before it.
-/// `\{{#name ...}}` is mdBook's escape: its `links` preprocessor removes
-/// the backslash and leaves the directive as text, so we leave it alone.
-fn find_unescaped(text: &str, tag: &str) -> Option<usize> {
-    text.match_indices(tag)
-        .map(|(i, _)| i)
-        .find(|&i| !text[..i].ends_with('\\'))
-}
-
-fn classify(line: &str) -> Line<'_> {
-    let t = line.trim();
-    if t.starts_with("```") || t.starts_with("~~~") {
-        return Line::Fence;
-    }
-    for tag in ["{{#include ", "{{#rustdoc_include "] {
-        if let Some(rest) = find_unescaped(t, tag).map(|i| &t[i + tag.len()..])
-        {
-            if let Some(end) = rest.find("}}") {
-                return Line::Include {
-                    arg: rest[..end].trim(),
-                    runnable: tag.contains("rustdoc"),
-                };
-            }
-        }
-    }
-    for (tag, kind) in
-        [("{{#figure ", Kind::Figure), ("{{#output ", Kind::Output)]
-    {
-        if let Some(rest) = t.strip_prefix(tag) {
-            if let Some(name) = rest.strip_suffix("}}") {
-                return Line::Block {
-                    kind,
-                    name: name.trim(),
-                };
-            }
-        }
-    }
-    Line::Text
-}
-
-/// A line of a chapter with what the preprocessor needs to know about it.
-struct Scanned<'a> {
-    text: &'a str,
-    line: Line<'a>,
-    /// Inside a fenced code block (fences included).
-    inside: bool,
-    /// For a fence that opens a block: the block's first include argument,
-    /// and whether it is a runnable example.
-    first_include: Option<(&'a str, bool)>,
-}
-
-fn scan(content: &str) -> Vec<Scanned<'_>> {
-    let lines: Vec<&str> = content.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    let mut inside = false;
-    for (i, text) in lines.iter().enumerate() {
-        let line = classify(text);
-        let is_fence = matches!(line, Line::Fence);
-        let first_include = if is_fence && !inside {
-            lines[i + 1..]
-                .iter()
-                .map(|l| classify(l))
-                .take_while(|l| !matches!(l, Line::Fence))
-                .find_map(|l| match l {
-                    Line::Include { arg, runnable } => Some((arg, runnable)),
-                    _ => None,
-                })
-        } else {
-            None
-        };
-        let was_inside = inside;
-        if is_fence {
-            inside = !inside;
-        }
-        out.push(Scanned {
-            text,
-            line,
-            inside: was_inside || inside,
-            first_include,
-        });
-    }
-    out
-}
-
-/// The anchor of an include argument `path:anchor`, if it has one.
-fn split_include(arg: &str) -> (&str, Option<&str>) {
-    match arg.split_once(':') {
-        Some((path, anchor)) => (path.trim(), Some(anchor.trim())),
-        None => (arg.trim(), None),
-    }
-}
-
+/// The first pass: number every listing, figure and output of every
+/// chapter, checking each include and name on the way.
 fn number_items(
     chapters: &[Chapter],
     src: &Path,
     registry: &dyn Registry,
     errors: &mut Vec<String>,
 ) -> Index {
-    let mut index = Index::new();
+    let mut index = Index::default();
     for (i, ch) in chapters.iter().enumerate() {
-        let mut counts: HashMap<Kind, usize> = HashMap::new();
-        let mut add = |kind: Kind, key: &str, errors: &mut Vec<String>| {
-            let n = counts.entry(kind).or_insert(0);
-            *n += 1;
-            let entry = index.entry((kind, key.to_string())).or_default();
-            if entry.iter().any(|(c, _)| *c == i) {
-                errors.push(format!(
-                    "{}: {} `{key}` is shown twice in one chapter",
-                    ch.path,
-                    kind.word().to_lowercase()
-                ));
-            }
-            entry.push((i, format!("{} {}.{n}", kind.word(), ch.label)));
-        };
+        let mut numbering = index.chapter(i, &ch.label, &ch.path);
         for s in scan(&ch.content) {
-            if let Some((arg, _)) = s.first_include {
-                let (path, anchor) = split_include(arg);
-                match anchor {
-                    Some(anchor) => match check_anchor(src, &ch.path, path, anchor) {
-                        Ok(_) => add(Kind::Listing, anchor, errors),
-                        Err(e) => errors.push(format!("{}: {e}", ch.path)),
-                    },
-                    None => errors.push(format!(
-                        "{}: `{arg}` includes a whole file; include a listing by \
-                         its anchor, path:anchor",
-                        ch.path
-                    )),
-                }
+            if let Some(include) = s.first_include {
+                listing::number(&mut numbering, src, &ch.path, include, errors);
             }
             if let (Line::Block { kind, name }, false) = (s.line, s.inside) {
                 let known = match kind {
@@ -371,13 +225,13 @@ fn number_items(
                     _ => registry.output_names(),
                 };
                 if known.contains(&name) {
-                    add(kind, name, errors);
+                    numbering.add(kind, name, errors);
                 } else {
                     errors.push(format!(
                         "{}: unknown {} `{name}`; known {}s: {}",
                         ch.path,
-                        kind.word().to_lowercase(),
-                        kind.word().to_lowercase(),
+                        kind.lower(),
+                        kind.lower(),
                         known.join(", ")
                     ));
                 }
@@ -387,204 +241,38 @@ fn number_items(
     index
 }
 
-/// Check that `path` (relative to the chapter) has a non-empty anchor.
-/// Returns the file's path relative to the book's root, for the caption.
-fn check_anchor(
-    src: &Path,
-    chapter: &str,
-    path: &str,
-    anchor: &str,
-) -> Result<String, String> {
-    if anchor.is_empty()
-        || anchor.chars().next().is_some_and(|c| c.is_ascii_digit())
-    {
-        return Err(format!(
-            "`{path}:{anchor}`: include a listing by its anchor name, not by \
-             line numbers"
-        ));
-    }
-    let chapter_dir = Path::new(chapter).parent().unwrap_or(Path::new(""));
-    let file = normalize(&src.join(chapter_dir).join(path));
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        format!("`{path}`: cannot read {}: {e}", file.display())
-    })?;
-    let marker = |line: &str, tag: &str| {
-        line.split_once(tag).map(|(_, rest)| {
-            rest.trim()
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        })
-    };
-    let mut body: Option<Vec<&str>> = None;
-    let mut closed = false;
-    let mut anchors = Vec::new();
-    for line in text.lines() {
-        if let Some(name) = marker(line, "ANCHOR_END:") {
-            if name == anchor && body.is_some() {
-                closed = true;
-                break;
-            }
-        } else if let Some(name) = marker(line, "ANCHOR:") {
-            if name == anchor {
-                body = Some(Vec::new());
-            } else {
-                anchors.push(name);
-            }
-        } else if let Some(b) = body.as_mut() {
-            b.push(line);
-        }
-    }
-    let shown = display_path(src, &file);
-    match body {
-        None => Err(format!(
-            "`{path}:{anchor}`: no `ANCHOR: {anchor}` in {shown}; its anchors: {}",
-            if anchors.is_empty() {
-                "none".to_string()
-            } else {
-                anchors.join(", ")
-            }
-        )),
-        Some(_) if !closed => Err(format!(
-            "`{path}:{anchor}`: `ANCHOR: {anchor}` in {shown} has no `ANCHOR_END: {anchor}`"
-        )),
-        Some(b) if b.iter().all(|l| l.trim().is_empty()) => Err(format!(
-            "`{path}:{anchor}`: the anchor `{anchor}` in {shown} encloses no code"
-        )),
-        Some(_) => Ok(shown),
-    }
+/// What the second pass needs to know about the book.
+pub(crate) struct Context<'a> {
+    pub(crate) mode: Mode,
+    /// The index of the chapter being expanded.
+    pub(crate) here: usize,
+    /// Every chapter's path, by index.
+    pub(crate) paths: &'a [String],
+    pub(crate) index: &'a Index,
+    pub(crate) src: &'a Path,
+    pub(crate) made: &'a make::Made,
 }
 
-/// `a/b/../c` → `a/c`, without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// A file's path as the reader should see it: relative to the book's root
-/// (the folder that holds `src/`).
-fn display_path(src: &Path, file: &Path) -> String {
-    let root = normalize(&src.join(".."));
-    file.strip_prefix(&root)
-        .unwrap_or(file)
-        .display()
-        .to_string()
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// The label of `(kind, key)` as shown in chapter `here`: its own if the
-/// chapter shows it, else the first chapter that does.
-fn lookup<'a>(
-    index: &'a Index,
-    kind: Kind,
-    key: &str,
-    here: usize,
-) -> Option<&'a (usize, String)> {
-    let all = index.get(&(kind, key.to_string()))?;
-    all.iter().find(|(c, _)| *c == here).or_else(|| all.first())
-}
-
-/// Every figure and output the book shows, made once each.
-struct Made {
-    figures: HashMap<String, FigureData>,
-    outputs: HashMap<String, String>,
-}
-
-/// Run the experiments behind every figure and output the book shows,
-/// once each, on every core: they are independent, and together they are
-/// most of the build's time.
-fn make_all(index: &Index, registry: &dyn Registry) -> Made {
-    let jobs: Vec<&(Kind, String)> = index
-        .keys()
-        .filter(|(kind, _)| *kind != Kind::Listing)
-        .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::Mutex::new(Made {
-        figures: HashMap::new(),
-        outputs: HashMap::new(),
-    });
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(jobs.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let i =
-                        next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some((kind, name)) = jobs.get(i).map(|j| (j.0, &j.1))
-                    else {
-                        break;
-                    };
-                    if kind == Kind::Figure {
-                        if let Some(fig) = registry.figure(name) {
-                            let mut made =
-                                done.lock().expect("no job panicked");
-                            made.figures.insert(name.clone(), fig);
-                        }
-                    } else if let Some(text) = registry.output(name) {
-                        let mut made = done.lock().expect("no job panicked");
-                        made.outputs.insert(name.clone(), text);
-                    }
-                }
-            });
-        }
-    });
-    done.into_inner().expect("no job panicked")
-}
-
-#[allow(clippy::too_many_arguments)]
-fn expand(
-    mode: Mode,
-    here: usize,
-    ch: &Chapter,
-    paths: &[String],
-    index: &Index,
-    src: &Path,
-    made: &Made,
-    errors: &mut Vec<String>,
-) -> String {
+/// The second pass: one chapter with its directives expanded.
+fn expand(ctx: &Context<'_>, ch: &Chapter, errors: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(ch.content.len());
     for s in scan(&ch.content) {
-        if let Some((arg, runnable)) = s.first_include {
-            if let (_, Some(anchor)) = split_include(arg) {
-                listing_caption(&mut out, here, ch, index, src, arg, anchor);
-            }
-            if mode == Mode::Test && !runnable {
-                // A listing is a fragment of the library, tested by
-                // `cargo test`; rustdoc cannot compile it on its own.
-                out.push_str(s.text.trim_end());
-                out.push_str(",ignore\n");
-                continue;
-            }
+        if let Some(include) = s.first_include {
+            listing::expand(&mut out, s.text, include, ctx);
+            continue;
         }
         match s.line {
             Line::Block { kind, name } if !s.inside => {
-                let Some((_, label)) = lookup(index, kind, name, here) else {
+                let Some((_, label)) = ctx.index.lookup(kind, name, ctx.here)
+                else {
                     continue; // unknown: reported while numbering
                 };
                 if kind == Kind::Figure {
-                    if let Some(fig) = made.figures.get(name) {
-                        figure_html(&mut out, name, label, fig);
+                    if let Some(fig) = ctx.made.figures.get(name) {
+                        figure::expand(&mut out, name, label, fig);
                     }
-                } else if let Some(text) = made.outputs.get(name) {
-                    output_block(&mut out, name, label, text);
+                } else if let Some(text) = ctx.made.outputs.get(name) {
+                    output::expand(&mut out, name, label, text);
                 }
             }
             _ if s.inside => {
@@ -602,8 +290,8 @@ fn expand(
                         ));
                     }
                 }
-                out.push_str(&expand_refs(
-                    s.text, here, ch, paths, index, errors,
+                out.push_str(&reference::expand(
+                    s.text, ctx.here, ctx.paths, ctx.index, errors,
                 ));
                 out.push('\n');
             }
@@ -612,138 +300,23 @@ fn expand(
     out
 }
 
-fn listing_caption(
-    out: &mut String,
-    here: usize,
-    ch: &Chapter,
-    index: &Index,
-    src: &Path,
-    arg: &str,
-    anchor: &str,
-) {
-    let (path, _) = split_include(arg);
-    let (Some((_, label)), Ok(file)) = (
-        lookup(index, Kind::Listing, anchor, here),
-        check_anchor(src, &ch.path, path, anchor),
-    ) else {
-        return; // reported while numbering
-    };
-    let id = Kind::Listing.id(anchor);
-    let _ = writeln!(
-        out,
-        "<p class=\"listing-caption\" id=\"{id}\"><a class=\"caption-label\" \
-         href=\"#{id}\">{label}</a>: <code>{anchor}</code> \
-         <span class=\"listing-source\">({})</span></p>\n",
-        escape(&file)
-    );
+/// `text` with the characters HTML gives a meaning written as references.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
-fn figure_html(out: &mut String, name: &str, label: &str, fig: &FigureData) {
-    let id = Kind::Figure.id(name);
-    let svg = fig.svg.trim().replace("\n\n", "\n");
-    let svg = svg.replacen(
-        "<svg ",
-        &format!("<svg role=\"img\" aria-labelledby=\"{id}-title\" "),
-        1,
-    );
-    let svg = match svg.find('>') {
-        Some(end) => format!(
-            "{}><title id=\"{id}-title\">{}</title>{}",
-            &svg[..end],
-            escape(&fig.alt),
-            &svg[end + 1..]
-        ),
-        None => svg,
-    };
-    let _ = writeln!(
-        out,
-        "<figure id=\"{id}\" class=\"book-figure\">\n{svg}\n\
-         <figcaption><a class=\"caption-label\" href=\"#{id}\">{label}</a>: \
-         {}</figcaption>\n</figure>\n",
-        escape(&fig.caption)
-    );
-}
-
-fn output_block(out: &mut String, name: &str, label: &str, text: &str) {
-    let id = Kind::Output.id(name);
-    let _ = writeln!(
-        out,
-        "<p class=\"output-caption\" id=\"{id}\"><a class=\"caption-label\" \
-         href=\"#{id}\">{label}</a>: what <code>{name}</code> prints</p>\n\n\
-         ```text\n{}\n```\n",
-        text.trim_end()
-    );
-}
-
-/// Replace every `{{#ref kind:key}}` in a line of prose with a link.
-fn expand_refs(
-    text: &str,
-    here: usize,
-    ch: &Chapter,
-    paths: &[String],
-    index: &Index,
-    errors: &mut Vec<String>,
-) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = find_unescaped(rest, "{{#ref") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        let Some(end) = after.find("}}") else {
-            errors.push(format!("{}: unclosed `{after}`", ch.path));
-            return out + after;
-        };
-        let arg = after["{{#ref".len()..end].trim();
-        match arg.split_once(':').and_then(|(k, key)| Some((Kind::parse(k)?, key))) {
-            Some((kind, key)) => match lookup(index, kind, key, here) {
-                Some((target, label)) => {
-                    let page = if *target == here {
-                        String::new()
-                    } else {
-                        relative(&ch.path, &paths[*target])
-                    };
-                    let _ = write!(out, "[{label}]({page}#{})", kind.id(key));
-                }
-                None => errors.push(format!(
-                    "{}: `{{{{#ref {arg}}}}}` points at no {} shown in the book",
-                    ch.path,
-                    kind.word().to_lowercase()
-                )),
-            },
-            None => errors.push(format!(
-                "{}: `{{{{#ref {arg}}}}}` should read {{{{#ref figure:NAME}}}}, \
-                 {{{{#ref listing:ANCHOR}}}} or {{{{#ref output:NAME}}}}",
-                ch.path
-            )),
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The path of chapter `to` as a link from chapter `from` (both relative
-/// to `src/`).
-fn relative(from: &str, to: &str) -> String {
-    let from_dir: Vec<&str> = from.split('/').collect();
-    let from_dir = &from_dir[..from_dir.len() - 1];
-    let to_parts: Vec<&str> = to.split('/').collect();
-    let common = from_dir
-        .iter()
-        .zip(&to_parts)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut parts = vec![".."; from_dir.len() - common];
-    parts.extend(&to_parts[common..]);
-    parts.join("/")
-}
-
+/// A fake registry, a scratch book folder and a runner, for the tests of
+/// every directive.
 #[cfg(test)]
-mod tests {
+mod test_support {
     use super::*;
     use serde_json::json;
+    use std::path::PathBuf;
 
-    struct Fake;
+    pub(crate) struct Fake;
 
     impl Registry for Fake {
         fn figure(&self, name: &str) -> Option<FigureData> {
@@ -765,7 +338,7 @@ mod tests {
     }
 
     /// A scratch `src/` with one listings file, unique per test.
-    fn scratch(test: &str) -> PathBuf {
+    pub(crate) fn scratch(test: &str) -> PathBuf {
         let root = std::env::temp_dir()
             .join(format!("mdbook-listings-{}-{test}", std::process::id()));
         let src = root.join("src");
@@ -781,7 +354,12 @@ mod tests {
         src
     }
 
-    fn chapter(name: &str, path: &str, number: Value, content: &str) -> Value {
+    pub(crate) fn chapter(
+        name: &str,
+        path: &str,
+        number: Value,
+        content: &str,
+    ) -> Value {
         json!({"Chapter": {
             "name": name, "content": content, "number": number,
             "sub_items": [], "path": path, "source_path": path,
@@ -789,7 +367,10 @@ mod tests {
         }})
     }
 
-    fn run(src: &Path, items: Vec<Value>) -> Result<Vec<String>, Vec<String>> {
+    pub(crate) fn run(
+        src: &Path,
+        items: Vec<Value>,
+    ) -> Result<Vec<String>, Vec<String>> {
         let mut book = json!({ "items": items });
         process(&mut book, src, &Fake, Mode::Render)?;
         Ok(book["items"]
@@ -801,7 +382,15 @@ mod tests {
             .collect())
     }
 
-    const LISTING: &str = "```rust\n{{#include ../../code/lib.rs:add}}\n```\n";
+    /// A listing, as a chapter in `src/part/` includes it.
+    pub(crate) const LISTING: &str =
+        "```rust\n{{#include ../../code/lib.rs:add}}\n```\n";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{LISTING, chapter, run, scratch};
+    use serde_json::{Value, json};
 
     #[test]
     fn items_are_numbered_by_chapter_with_ids() {
@@ -840,22 +429,6 @@ mod tests {
     }
 
     #[test]
-    fn under_mdbook_test_listings_are_ignored_and_examples_run() {
-        let src = scratch("testmode");
-        let body = "```rust,noplayground\n{{#include ../code/lib.rs:add}}\n```\n\
-                    ```rust\n{{#rustdoc_include ../code/lib.rs:main}}\n```\n";
-        let mut book =
-            json!({ "items": [chapter("One", "one.md", json!([1]), body)] });
-        process(&mut book, &src, &Fake, Mode::Test).unwrap();
-        let out = book["items"][0]["Chapter"]["content"].as_str().unwrap();
-        assert!(
-            out.contains("```rust,noplayground,ignore\n{{#include"),
-            "{out}"
-        );
-        assert!(out.contains("```rust\n{{#rustdoc_include"), "{out}");
-    }
-
-    #[test]
     fn unknown_figure_or_output_fails_and_lists_the_known_names() {
         let src = scratch("unknown");
         let errors = run(
@@ -878,83 +451,6 @@ mod tests {
     }
 
     #[test]
-    fn missing_or_empty_anchor_fails_and_names_the_file() {
-        let src = scratch("anchors");
-        let body = "```rust\n{{#include ../code/lib.rs:ad}}\n```\n\n\
-                    ```rust\n{{#include ../code/lib.rs:empty}}\n```\n\n\
-                    ```rust\n{{#include ../code/lib.rs}}\n```\n\n\
-                    ```rust\n{{#include ../code/nope.rs:add}}\n```\n";
-        let errors =
-            run(&src, vec![chapter("One", "one.md", json!([1]), body)])
-                .unwrap_err();
-        assert_eq!(errors.len(), 4, "{errors:?}");
-        assert!(
-            errors[0]
-                .contains("no `ANCHOR: ad` in code/lib.rs; its anchors: add")
-        );
-        assert!(errors[1].contains("encloses no code"));
-        assert!(errors[2].contains("includes a whole file"));
-        assert!(errors[3].contains("cannot read"));
-    }
-
-    #[test]
-    fn references_link_within_and_across_chapters() {
-        let src = scratch("refs");
-        let one = "See {{#ref figure:heat}}.\n\n{{#figure heat}}\n";
-        let two = "As {{#ref figure:heat}} and {{#ref listing:add}} show.\n\
-                   ```rust\n{{#include ../../code/lib.rs:add}}\n```\n";
-        let out = run(
-            &src,
-            vec![
-                chapter("One", "one.md", json!([1]), one),
-                chapter("Two", "part/two.md", json!([2]), two),
-            ],
-        )
-        .unwrap();
-        assert!(
-            out[0].contains("See [Figure 1.1](#figure-heat)."),
-            "{}",
-            out[0]
-        );
-        assert!(
-            out[1].contains("As [Figure 1.1](../one.md#figure-heat) and [Listing 2.1](#listing-add) show."),
-            "{}",
-            out[1]
-        );
-    }
-
-    #[test]
-    fn bad_references_fail() {
-        let src = scratch("badrefs");
-        let body = "{{#ref figure:nope}} {{#ref table:x}}\n";
-        let errors =
-            run(&src, vec![chapter("One", "one.md", json!([1]), body)])
-                .unwrap_err();
-        assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(errors[0].contains("points at no figure"));
-        assert!(errors[1].contains("should read"));
-    }
-
-    #[test]
-    fn directives_inside_code_blocks_are_left_alone() {
-        let src = scratch("fenced");
-        let body = "```text\n{{#figure nothing}}\n{{#ref figure:x}}\n```\n";
-        let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
-            .unwrap();
-        assert_eq!(out[0], body);
-    }
-
-    #[test]
-    fn escaped_directives_are_left_for_mdbook_to_unescape() {
-        let src = scratch("escaped");
-        let body = "Write `\\{{#output NAME}}` or \\{{#ref figure:X}}.\n\
-                    ```text\n\\{{#include ../code/lib.rs:nope}}\n```\n";
-        let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
-            .unwrap();
-        assert_eq!(out[0], body);
-    }
-
-    #[test]
     fn a_directive_sharing_its_line_fails() {
         let src = scratch("inline");
         let body = "Look: {{#figure heat}}\n";
@@ -962,12 +458,5 @@ mod tests {
             run(&src, vec![chapter("One", "one.md", json!([1]), body)])
                 .unwrap_err();
         assert!(errors[0].contains("must stand alone"), "{errors:?}");
-    }
-
-    #[test]
-    fn relative_links_climb_out_of_folders() {
-        assert_eq!(relative("m3/a.md", "m3/b.md"), "b.md");
-        assert_eq!(relative("m3/a.md", "app/n.md"), "../app/n.md");
-        assert_eq!(relative("intro.md", "m3/b.md"), "m3/b.md");
     }
 }

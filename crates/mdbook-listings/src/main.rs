@@ -5,9 +5,7 @@
 //! (we support every renderer, so exit 0), then with `[context, book]` as
 //! JSON on standard input, expecting the edited book on standard output.
 
-mod katex_guard;
-
-use mdbook_listings::{BookRegistry, Mode, process};
+use mdbook_listings::{BookRegistry, Mode, katex_guard, process};
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;

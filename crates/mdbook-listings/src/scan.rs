@@ -1,0 +1,119 @@
+//! Reading a chapter line by line: which lines are code fences, includes,
+//! block directives (`{{#figure}}`, `{{#output}}`) or prose, and which lie
+//! inside a fenced code block, where directives are left alone.
+
+use crate::include::{self, Include};
+use crate::number::Kind;
+
+/// A line of a chapter, classified.
+pub(crate) enum Line<'a> {
+    /// A fence that opens or closes a code block.
+    Fence,
+    /// `{{#include path:anchor}}` or `{{#rustdoc_include path:anchor}}`.
+    Include(Include<'a>),
+    /// `{{#figure NAME}}` or `{{#output NAME}}` alone on a line.
+    Block { kind: Kind, name: &'a str },
+    /// Anything else.
+    Text,
+}
+
+/// The first place `tag` occurs in `text` without a backslash before it.
+/// `\{{#name ...}}` is mdBook's escape: its `links` preprocessor removes
+/// the backslash and leaves the directive as text, so we leave it alone.
+pub(crate) fn find_unescaped(text: &str, tag: &str) -> Option<usize> {
+    text.match_indices(tag)
+        .map(|(i, _)| i)
+        .find(|&i| !text[..i].ends_with('\\'))
+}
+
+fn classify(line: &str) -> Line<'_> {
+    let t = line.trim();
+    if t.starts_with("```") || t.starts_with("~~~") {
+        return Line::Fence;
+    }
+    if let Some(include) = include::parse(t) {
+        return Line::Include(include);
+    }
+    for (tag, kind) in
+        [("{{#figure ", Kind::Figure), ("{{#output ", Kind::Output)]
+    {
+        if let Some(rest) = t.strip_prefix(tag) {
+            if let Some(name) = rest.strip_suffix("}}") {
+                return Line::Block {
+                    kind,
+                    name: name.trim(),
+                };
+            }
+        }
+    }
+    Line::Text
+}
+
+/// A line of a chapter with what the preprocessor needs to know about it.
+pub(crate) struct Scanned<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) line: Line<'a>,
+    /// Inside a fenced code block (fences included).
+    pub(crate) inside: bool,
+    /// For a fence that opens a block: the block's first include, the one
+    /// that makes the block a listing.
+    pub(crate) first_include: Option<Include<'a>>,
+}
+
+pub(crate) fn scan(content: &str) -> Vec<Scanned<'_>> {
+    let lines: Vec<&str> = content.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    let mut inside = false;
+    for (i, text) in lines.iter().enumerate() {
+        let line = classify(text);
+        let is_fence = matches!(line, Line::Fence);
+        let first_include = if is_fence && !inside {
+            lines[i + 1..]
+                .iter()
+                .map(|l| classify(l))
+                .take_while(|l| !matches!(l, Line::Fence))
+                .find_map(|l| match l {
+                    Line::Include(include) => Some(include),
+                    _ => None,
+                })
+        } else {
+            None
+        };
+        let was_inside = inside;
+        if is_fence {
+            inside = !inside;
+        }
+        out.push(Scanned {
+            text,
+            line,
+            inside: was_inside || inside,
+            first_include,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::{chapter, run, scratch};
+    use serde_json::json;
+
+    #[test]
+    fn directives_inside_code_blocks_are_left_alone() {
+        let src = scratch("fenced");
+        let body = "```text\n{{#figure nothing}}\n{{#ref figure:x}}\n```\n";
+        let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
+            .unwrap();
+        assert_eq!(out[0], body);
+    }
+
+    #[test]
+    fn escaped_directives_are_left_for_mdbook_to_unescape() {
+        let src = scratch("escaped");
+        let body = "Write `\\{{#output NAME}}` or \\{{#ref figure:X}}.\n\
+                    ```text\n\\{{#include ../code/lib.rs:nope}}\n```\n";
+        let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
+            .unwrap();
+        assert_eq!(out[0], body);
+    }
+}
