@@ -50,8 +50,10 @@ pub trait Registry: Sync {
 }
 
 /// The figures of the `figures` crate and the outputs of `listings`.
+#[cfg(feature = "book")]
 pub struct BookRegistry;
 
+#[cfg(feature = "book")]
 impl Registry for BookRegistry {
     fn figure(&self, name: &str) -> Option<FigureData> {
         figures::find(name).map(|f| FigureData {

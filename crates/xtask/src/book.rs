@@ -320,7 +320,9 @@ fn detached_captions(tags: &[Tag]) -> Vec<String> {
 /// (`{{#include path:anchor}}`) must have come out with its numbered
 /// caption, `<p class="listing-caption" id="listing-ANCHOR">`. mdbook-listings
 /// adds it; this checks that it did, from the Markdown's side, so that no
-/// included code reaches a reader unlabelled.
+/// included code reaches a reader unlabelled. The Markdown is read by
+/// mdbook-listings' own include module, so the two cannot disagree on
+/// which blocks are listings.
 pub fn included_blocks_have_captions(
     root: &Path,
 ) -> Result<Vec<String>, Failure> {
@@ -350,7 +352,9 @@ pub fn included_blocks_have_captions(
             continue; // not in SUMMARY.md, so not part of the book
         };
         let tags = html::tags(&html);
-        for anchor in included_anchors(&fs::read_to_string(&chapter)?) {
+        for anchor in mdbook_listings::include::listing_anchors(
+            &fs::read_to_string(&chapter)?,
+        ) {
             let id = format!("listing-{anchor}");
             let captioned = tags.iter().any(|t| {
                 !t.closing
@@ -369,40 +373,6 @@ pub fn included_blocks_have_captions(
         }
     }
     Ok(problems)
-}
-
-/// The anchor of the first include in each fenced code block of a chapter
-/// (the one mdbook-listings captions), skipping escaped `\{{#include`.
-fn included_anchors(markdown: &str) -> Vec<String> {
-    let mut anchors = Vec::new();
-    let mut in_block = false;
-    let mut found = false;
-    for line in markdown.lines() {
-        let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_block = !in_block;
-            found = false;
-            continue;
-        }
-        if !in_block || found {
-            continue;
-        }
-        for tag in ["{{#include ", "{{#rustdoc_include "] {
-            let Some(i) = line
-                .match_indices(tag)
-                .map(|(i, _)| i)
-                .find(|&i| !line[..i].ends_with('\\'))
-            else {
-                continue;
-            };
-            let arg = line[i + tag.len()..].split("}}").next();
-            if let Some((_, anchor)) = arg.and_then(|a| a.split_once(':')) {
-                anchors.push(anchor.trim().to_string());
-            }
-            found = true;
-        }
-    }
-    anchors
 }
 
 /// The page with every `<pre>`, `<code>`, `<script>`, `<style>` and MathML
@@ -571,14 +541,5 @@ mod tests {
                 "{html}: {problems:?}"
             );
         }
-    }
-
-    #[test]
-    fn included_anchors_are_the_first_include_of_each_block() {
-        let md = "```rust\n{{#include ../a.rs:one}}\n{{#include ../a.rs:two}}\n```\n\
-                  {{#include ../a.rs:prose}}\n\
-                  ```text\n\\{{#include ../a.rs:escaped}}\n```\n\
-                  ~~~rust\n{{#rustdoc_include ../b.rs:three}}\n~~~\n";
-        assert_eq!(included_anchors(md), ["one", "three"]);
     }
 }
