@@ -23,6 +23,7 @@
 //! stops the build and says where it is and what would have been valid.
 //! The preprocessor writes no files.
 
+pub mod book;
 mod figure;
 pub mod include;
 pub mod katex_guard;
@@ -35,9 +36,9 @@ mod scan;
 
 pub use figure::FigureData;
 
+use book::Book;
 use number::{Index, Kind};
 use scan::{Line, find_unescaped, scan};
-use serde_json::Value;
 use std::path::Path;
 
 /// Where figures and outputs come from. The book uses [`BookRegistry`];
@@ -96,25 +97,16 @@ struct Chapter {
     content: String,
 }
 
-/// Number every item in `book` (the JSON mdBook hands a preprocessor),
-/// expand the directives, and return the edited book. `src` is the book's
-/// source folder. On failure, every problem found, one per string.
+/// Number every item in `book`, expand the directives, and write the
+/// edited chapters back into it. `src` is the book's source folder. On
+/// failure, every problem found, one per string, and the book unchanged.
 pub fn process(
-    book: &mut Value,
+    book: &mut Book,
     src: &Path,
     registry: &dyn Registry,
     mode: Mode,
 ) -> Result<(), Vec<String>> {
-    let mut chapters = Vec::new();
-    let mut seen_numbered = false;
-    let mut appendix = 0u8;
-    collect(
-        book.get("items"),
-        &mut chapters,
-        &mut seen_numbered,
-        &mut appendix,
-    );
-
+    let chapters = collect(book);
     let mut errors = Vec::new();
     let index = number_items(&chapters, src, registry, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
@@ -138,72 +130,40 @@ pub fn process(
         return Err(errors);
     }
     let mut next = expanded.into_iter();
-    write_back(book.get_mut("items"), &mut next);
+    book.for_each_chapter_mut(|ch| {
+        if let Some(content) = next.next() {
+            ch.content = content;
+        }
+    });
     Ok(())
 }
 
-fn collect(
-    items: Option<&Value>,
-    out: &mut Vec<Chapter>,
-    seen_numbered: &mut bool,
-    appendix: &mut u8,
-) {
-    let Some(items) = items.and_then(Value::as_array) else {
-        return;
-    };
-    for item in items {
-        let Some(ch) = item.get("Chapter") else {
-            continue;
-        };
-        let number: Vec<u64> = ch
-            .get("number")
-            .and_then(Value::as_array)
-            .map(|n| n.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        let label = if !number.is_empty() {
-            *seen_numbered = true;
-            let parts: Vec<String> =
-                number.iter().map(u64::to_string).collect();
-            parts.join(".")
-        } else if *seen_numbered {
-            *appendix += 1;
-            char::from(b'A' + *appendix - 1).to_string()
-        } else {
-            "0".to_string()
-        };
-        out.push(Chapter {
-            label,
-            path: ch
-                .get("path")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            content: ch
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        });
-        collect(ch.get("sub_items"), out, seen_numbered, appendix);
-    }
-}
-
-fn write_back(
-    items: Option<&mut Value>,
-    next: &mut impl Iterator<Item = String>,
-) {
-    let Some(items) = items.and_then(Value::as_array_mut) else {
-        return;
-    };
-    for item in items {
-        let Some(ch) = item.get_mut("Chapter") else {
-            continue;
-        };
-        if let Some(content) = next.next() {
-            ch["content"] = Value::String(content);
-        }
-        write_back(ch.get_mut("sub_items"), next);
-    }
+/// Every chapter and section in reading order, labelled.
+fn collect(book: &Book) -> Vec<Chapter> {
+    let mut seen_numbered = false;
+    let mut appendix = 0u8;
+    book.chapters()
+        .into_iter()
+        .map(|ch| {
+            let number = ch.number.as_deref().unwrap_or_default();
+            let label = if !number.is_empty() {
+                seen_numbered = true;
+                let parts: Vec<String> =
+                    number.iter().map(u32::to_string).collect();
+                parts.join(".")
+            } else if seen_numbered {
+                appendix += 1;
+                char::from(b'A' + appendix - 1).to_string()
+            } else {
+                "0".to_string()
+            };
+            Chapter {
+                label,
+                path: ch.path.clone().unwrap_or_default(),
+                content: ch.content.clone(),
+            }
+        })
+        .collect()
 }
 
 /// The first pass: number every listing, figure and output of every
@@ -315,7 +275,7 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod test_support {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::path::PathBuf;
 
     pub(crate) struct Fake;
@@ -369,19 +329,18 @@ mod test_support {
         }})
     }
 
+    /// A book of these chapters, read as mdBook would hand it over.
+    pub(crate) fn book(items: Vec<Value>) -> Book {
+        Book::from_json(json!({ "items": items })).unwrap()
+    }
+
     pub(crate) fn run(
         src: &Path,
         items: Vec<Value>,
     ) -> Result<Vec<String>, Vec<String>> {
-        let mut book = json!({ "items": items });
+        let mut book = book(items);
         process(&mut book, src, &Fake, Mode::Render)?;
-        Ok(book["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|i| i.get("Chapter"))
-            .map(|c| c["content"].as_str().unwrap().to_string())
-            .collect())
+        Ok(book.chapters().iter().map(|c| c.content.clone()).collect())
     }
 
     /// A listing, as a chapter in `src/part/` includes it.

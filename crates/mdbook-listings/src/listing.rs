@@ -75,7 +75,7 @@ fn caption(out: &mut String, ctx: &Context<'_>, path: &str, anchor: &str) {
 
 #[cfg(test)]
 mod tests {
-    use crate::test_support::{Fake, chapter, scratch};
+    use crate::test_support::{Fake, book, chapter, scratch};
     use crate::{Mode, process};
     use serde_json::json;
 
@@ -84,10 +84,9 @@ mod tests {
         let src = scratch("testmode");
         let body = "```rust,noplayground\n{{#include ../code/lib.rs:add}}\n```\n\
                     ```rust\n{{#rustdoc_include ../code/lib.rs:main}}\n```\n";
-        let mut book =
-            json!({ "items": [chapter("One", "one.md", json!([1]), body)] });
+        let mut book = book(vec![chapter("One", "one.md", json!([1]), body)]);
         process(&mut book, &src, &Fake, Mode::Test).unwrap();
-        let out = book["items"][0]["Chapter"]["content"].as_str().unwrap();
+        let out = &book.chapters()[0].content;
         assert!(
             out.contains("```rust,noplayground,ignore\n{{#include"),
             "{out}"

@@ -5,10 +5,9 @@
 //! (we support every renderer, so exit 0), then with `[context, book]` as
 //! JSON on standard input, expecting the edited book on standard output.
 
+use mdbook_listings::book::{Book, parse_input};
 use mdbook_listings::{BookRegistry, Mode, katex_guard, process};
-use serde_json::Value;
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -17,30 +16,37 @@ fn main() -> ExitCode {
     if args.iter().any(|a| a == "supports") {
         return ExitCode::SUCCESS;
     }
-    if guard_pass {
-        return match read_book() {
-            Ok((_, mut book)) => {
-                for_each_content(&mut book, &|c| katex_guard::guard(c));
-                println!("{book}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: [katex-guard] {}", e.join("; "));
-                ExitCode::FAILURE
-            }
-        };
-    }
-    match run() {
+    let pass = if guard_pass {
+        "katex-guard"
+    } else {
+        "listings"
+    };
+    let result = read_input().and_then(|(context, mut book)| {
+        if guard_pass {
+            book.for_each_chapter_mut(|ch| {
+                ch.content = katex_guard::guard(&ch.content);
+            });
+        } else {
+            let src = context.root.join(&context.src);
+            let mode = match context.renderer.as_str() {
+                "test" => Mode::Test,
+                _ => Mode::Render,
+            };
+            process(&mut book, &src, &BookRegistry, mode)?;
+        }
+        Ok(book)
+    });
+    match result {
         Ok(book) => {
-            println!("{book}");
+            println!("{}", book.into_json());
             ExitCode::SUCCESS
         }
         Err(errors) => {
             for e in &errors {
-                eprintln!("error: [listings] {e}");
+                eprintln!("error: [{pass}] {e}");
             }
             eprintln!(
-                "error: [listings] {} problem(s); the book was not built",
+                "error: [{pass}] {} problem(s); the book was not built",
                 errors.len()
             );
             ExitCode::FAILURE
@@ -48,51 +54,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Apply `edit` to the content of every chapter.
-fn for_each_content(node: &mut Value, edit: &dyn Fn(&str) -> String) {
-    match node {
-        Value::Object(map) => {
-            if let Some(Value::String(content)) = map.get_mut("content") {
-                *content = edit(content);
-            }
-            for (_, child) in map.iter_mut() {
-                for_each_content(child, edit);
-            }
-        }
-        Value::Array(items) => {
-            items.iter_mut().for_each(|i| for_each_content(i, edit));
-        }
-        _ => {}
-    }
-}
-
-fn run() -> Result<Value, Vec<String>> {
-    let (context, mut book) = read_book()?;
-    let root = PathBuf::from(context["root"].as_str().unwrap_or("."));
-    let src =
-        root.join(context["config"]["book"]["src"].as_str().unwrap_or("src"));
-    let mode = match context["renderer"].as_str() {
-        Some("test") => Mode::Test,
-        _ => Mode::Render,
-    };
-    process(&mut book, &src, &BookRegistry, mode)?;
-    Ok(book)
-}
-
 /// mdBook's `[context, book]` from standard input.
-fn read_book() -> Result<(Value, Value), Vec<String>> {
+fn read_input() -> Result<(mdbook_listings::book::Context, Book), Vec<String>> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
         .map_err(|e| vec![format!("cannot read mdBook's input: {e}")])?;
-    let parsed: Value = serde_json::from_str(&input)
-        .map_err(|e| vec![format!("mdBook's input is not JSON: {e}")])?;
-    match parsed {
-        Value::Array(pair) if pair.len() == 2 => {
-            let [context, book]: [Value; 2] =
-                pair.try_into().expect("two elements");
-            Ok((context, book))
-        }
-        _ => Err(vec!["expected [context, book] from mdBook".to_string()]),
-    }
+    parse_input(&input).map_err(|e| vec![e])
 }
