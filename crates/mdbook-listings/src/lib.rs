@@ -34,8 +34,6 @@ mod output;
 mod reference;
 mod scan;
 
-pub use figure::FigureData;
-
 use book::Book;
 use number::{Index, Kind};
 use scan::{Line, find_unescaped, scan};
@@ -44,7 +42,8 @@ use std::path::Path;
 /// Where figures and outputs come from. The book uses [`BookRegistry`];
 /// tests use a small fake.
 pub trait Registry: Sync {
-    fn figure(&self, name: &str) -> Option<FigureData>;
+    /// The SVG of the figure `name`.
+    fn figure(&self, name: &str) -> Option<String>;
     fn figure_names(&self) -> Vec<&'static str>;
     fn output(&self, name: &str) -> Option<String>;
     fn output_names(&self) -> Vec<&'static str>;
@@ -56,12 +55,8 @@ pub struct BookRegistry;
 
 #[cfg(feature = "book")]
 impl Registry for BookRegistry {
-    fn figure(&self, name: &str) -> Option<FigureData> {
-        figures::find(name).map(|f| FigureData {
-            caption: f.caption.to_string(),
-            alt: f.alt.to_string(),
-            svg: (f.render)(),
-        })
+    fn figure(&self, name: &str) -> Option<String> {
+        figures::find(name).map(|f| (f.render)())
     }
     fn figure_names(&self) -> Vec<&'static str> {
         figures::ALL.iter().map(|f| f.name).collect()
@@ -181,22 +176,33 @@ fn number_items(
             if let Some(include) = s.first_include {
                 listing::number(&mut numbering, src, &ch.path, include, errors);
             }
-            if let (Line::Block { kind, name }, false) = (s.line, s.inside) {
-                let known = match kind {
-                    Kind::Figure => registry.figure_names(),
-                    _ => registry.output_names(),
-                };
-                if known.contains(&name) {
-                    numbering.add(kind, name, errors);
-                } else {
-                    errors.push(format!(
-                        "{}: unknown {} `{name}`; known {}s: {}",
-                        ch.path,
-                        kind.lower(),
-                        kind.lower(),
-                        known.join(", ")
-                    ));
+            let (kind, name) = match &s.line {
+                Line::Figure(block) => {
+                    errors.extend(
+                        block
+                            .errors
+                            .iter()
+                            .map(|e| format!("{}: {e}", ch.path)),
+                    );
+                    (Kind::Figure, block.name)
                 }
+                Line::Output(name) if !s.inside => (Kind::Output, *name),
+                _ => continue,
+            };
+            let known = match kind {
+                Kind::Figure => registry.figure_names(),
+                _ => registry.output_names(),
+            };
+            if known.contains(&name) {
+                numbering.add(kind, name, errors);
+            } else {
+                errors.push(format!(
+                    "{}: unknown {} `{name}`; known {}s: {}",
+                    ch.path,
+                    kind.lower(),
+                    kind.lower(),
+                    known.join(", ")
+                ));
             }
         }
     }
@@ -223,30 +229,38 @@ fn expand(ctx: &Context<'_>, ch: &Chapter, errors: &mut Vec<String>) -> String {
             listing::expand(&mut out, s.text, include, ctx);
             continue;
         }
-        match s.line {
-            Line::Block { kind, name } if !s.inside => {
-                let Some((_, label)) = ctx.index.lookup(kind, name, ctx.here)
-                else {
-                    continue; // unknown: reported while numbering
-                };
-                if kind == Kind::Figure {
-                    if let Some(fig) = ctx.made.figures.get(name) {
-                        figure::expand(&mut out, name, label, fig);
-                    }
-                } else if let Some(text) = ctx.made.outputs.get(name) {
+        match &s.line {
+            Line::Figure(block) => {
+                let label =
+                    ctx.index.lookup(Kind::Figure, block.name, ctx.here);
+                let svg = ctx.made.figures.get(block.name);
+                if let (Some((_, label)), Some(svg)) = (label, svg) {
+                    figure::expand(&mut out, block, label, svg);
+                } // else unknown: reported while numbering
+            }
+            Line::Output(name) if !s.inside => {
+                let label = ctx.index.lookup(Kind::Output, name, ctx.here);
+                let text = ctx.made.outputs.get(*name);
+                if let (Some((_, label)), Some(text)) = (label, text) {
                     output::expand(&mut out, name, label, text);
-                }
+                } // else unknown: reported while numbering
             }
             _ if s.inside => {
                 out.push_str(s.text);
                 out.push('\n');
             }
             _ => {
-                for tag in ["{{#figure", "{{#output"] {
+                for (tag, form) in [
+                    (
+                        "{{#figure",
+                        "a {{#figure NAME block (see the figure module)",
+                    ),
+                    ("{{#output", "{{#output NAME}}"),
+                ] {
                     if find_unescaped(s.text, tag).is_some() {
                         errors.push(format!(
-                            "{}: `{}` must stand alone on its line as \
-                             {tag} NAME}}}}",
+                            "{}: `{}`: a directive must start its own line, \
+                             as {form}",
                             ch.path,
                             s.text.trim()
                         ));
@@ -281,12 +295,9 @@ mod test_support {
     pub(crate) struct Fake;
 
     impl Registry for Fake {
-        fn figure(&self, name: &str) -> Option<FigureData> {
-            (name == "heat").then(|| FigureData {
-                caption: "Weights <by> row".into(),
-                alt: "a grid".into(),
-                svg: "<svg viewBox=\"0 0 1 1\">\n<rect/>\n</svg>".into(),
-            })
+        fn figure(&self, name: &str) -> Option<String> {
+            (name == "heat")
+                .then(|| "<svg viewBox=\"0 0 1 1\">\n<rect/>\n</svg>".into())
         }
         fn figure_names(&self) -> Vec<&'static str> {
             vec!["heat"]
@@ -343,6 +354,10 @@ mod test_support {
         Ok(book.chapters().iter().map(|c| c.content.clone()).collect())
     }
 
+    /// The figure `heat` with its words, as a chapter shows it.
+    pub(crate) const FIGURE: &str =
+        "{{#figure heat\ncaption: Weights <by>\n  row\nalt: a grid\n}}\n";
+
     /// A listing, as a chapter in `src/part/` includes it.
     pub(crate) const LISTING: &str =
         "```rust\n{{#include ../../code/lib.rs:add}}\n```\n";
@@ -350,15 +365,13 @@ mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::{LISTING, chapter, run, scratch};
+    use super::test_support::{FIGURE, LISTING, chapter, run, scratch};
     use serde_json::{Value, json};
 
     #[test]
     fn items_are_numbered_by_chapter_with_ids() {
         let src = scratch("numbered");
-        let body = format!(
-            "{LISTING}\n{{{{#figure heat}}}}\n\n{{{{#output shapes}}}}\n"
-        );
+        let body = format!("{LISTING}\n{FIGURE}\n{{{{#output shapes}}}}\n");
         let out = run(
             &src,
             vec![
@@ -398,7 +411,10 @@ mod tests {
                 "One",
                 "one.md",
                 json!([1]),
-                "{{#figure hat}}\n\n{{#output shape}}\n",
+                &format!(
+                    "{}\n{{{{#output shape}}}}\n",
+                    FIGURE.replace("heat", "hat")
+                ),
             )],
         )
         .unwrap_err();
@@ -418,6 +434,6 @@ mod tests {
         let errors =
             run(&src, vec![chapter("One", "one.md", json!([1]), body)])
                 .unwrap_err();
-        assert!(errors[0].contains("must stand alone"), "{errors:?}");
+        assert!(errors[0].contains("must start its own line"), "{errors:?}");
     }
 }

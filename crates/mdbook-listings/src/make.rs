@@ -2,7 +2,6 @@
 //! any chapter is expanded.
 
 use crate::Registry;
-use crate::figure::FigureData;
 use crate::number::{Index, Kind};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Every figure and output the book shows, made once each.
 pub(crate) struct Made {
-    pub(crate) figures: HashMap<String, FigureData>,
+    /// Each figure's SVG.
+    pub(crate) figures: HashMap<String, String>,
     pub(crate) outputs: HashMap<String, String>,
 }
 

@@ -76,13 +76,13 @@ fn relative(from: &str, to: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{LISTING, chapter, run, scratch};
+    use crate::test_support::{FIGURE, LISTING, chapter, run, scratch};
     use serde_json::json;
 
     #[test]
     fn references_link_within_and_across_chapters() {
         let src = scratch("refs");
-        let one = "See {{#ref figure:heat}}.\n\n{{#figure heat}}\n";
+        let one = format!("See {{{{#ref figure:heat}}}}.\n\n{FIGURE}");
         let two = format!(
             "As {{{{#ref figure:heat}}}} and {{{{#ref listing:add}}}} \
              show.\n{LISTING}"
@@ -90,7 +90,7 @@ mod tests {
         let out = run(
             &src,
             vec![
-                chapter("One", "one.md", json!([1]), one),
+                chapter("One", "one.md", json!([1]), &one),
                 chapter("Two", "part/two.md", json!([2]), &two),
             ],
         )

@@ -1,9 +1,9 @@
 //! Reading a chapter line by line: which lines are code fences, includes,
-//! block directives (`{{#figure}}`, `{{#output}}`) or prose, and which lie
+//! `{{#output}}` lines, `{{#figure}}` blocks or prose, and which lie
 //! inside a fenced code block, where directives are left alone.
 
+use crate::figure;
 use crate::include::{self, Include};
-use crate::number::Kind;
 
 /// A line of a chapter, classified.
 pub(crate) enum Line<'a> {
@@ -11,8 +11,10 @@ pub(crate) enum Line<'a> {
     Fence,
     /// `{{#include path:anchor}}` or `{{#rustdoc_include path:anchor}}`.
     Include(Include<'a>),
-    /// `{{#figure NAME}}` or `{{#output NAME}}` alone on a line.
-    Block { kind: Kind, name: &'a str },
+    /// `{{#output NAME}}` alone on a line.
+    Output(&'a str),
+    /// A `{{#figure NAME ...}}` block, which may span several lines.
+    Figure(figure::Block<'a>),
     /// Anything else.
     Text,
 }
@@ -34,17 +36,11 @@ fn classify(line: &str) -> Line<'_> {
     if let Some(include) = include::parse(t) {
         return Line::Include(include);
     }
-    for (tag, kind) in
-        [("{{#figure ", Kind::Figure), ("{{#output ", Kind::Output)]
+    if let Some(name) = t
+        .strip_prefix("{{#output ")
+        .and_then(|r| r.strip_suffix("}}"))
     {
-        if let Some(rest) = t.strip_prefix(tag) {
-            if let Some(name) = rest.strip_suffix("}}") {
-                return Line::Block {
-                    kind,
-                    name: name.trim(),
-                };
-            }
-        }
+        return Line::Output(name.trim());
     }
     Line::Text
 }
@@ -53,7 +49,8 @@ fn classify(line: &str) -> Line<'_> {
 pub(crate) struct Scanned<'a> {
     pub(crate) text: &'a str,
     pub(crate) line: Line<'a>,
-    /// Inside a fenced code block (fences included).
+    /// Inside a fenced code block (fences included). A figure block is
+    /// only ever read outside one.
     pub(crate) inside: bool,
     /// For a fence that opens a block: the block's first include, the one
     /// that makes the block a listing.
@@ -64,7 +61,20 @@ pub(crate) fn scan(content: &str) -> Vec<Scanned<'_>> {
     let lines: Vec<&str> = content.lines().collect();
     let mut out = Vec::with_capacity(lines.len());
     let mut inside = false;
-    for (i, text) in lines.iter().enumerate() {
+    let mut i = 0;
+    while i < lines.len() {
+        let text = lines[i];
+        if !inside && text.trim_start().starts_with(figure::OPEN) {
+            let block = figure::parse(&lines[i..]);
+            i += block.lines;
+            out.push(Scanned {
+                text,
+                line: Line::Figure(block),
+                inside,
+                first_include: None,
+            });
+            continue;
+        }
         let line = classify(text);
         let is_fence = matches!(line, Line::Fence);
         let first_include = if is_fence && !inside {
@@ -89,6 +99,7 @@ pub(crate) fn scan(content: &str) -> Vec<Scanned<'_>> {
             inside: was_inside || inside,
             first_include,
         });
+        i += 1;
     }
     out
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{GOOD, fails_with, fixture};
+use common::{FIGURE, GOOD, fails_with, fixture};
 use std::fs;
 use xtask::book;
 
@@ -47,11 +47,33 @@ fn an_include_with_a_missing_anchor_fails_the_build() {
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
 fn an_unknown_figure_fails_the_build_and_lists_the_known_ones() {
     let broken = GOOD
-        .replace("{{#figure causal-attention-heatmap}}", "{{#figure nope}}");
+        .replace("{{#figure causal-attention-heatmap\n", "{{#figure nope\n");
     let dir = fixture("figure", "", &broken);
     fails_with(&dir, "unknown figure `nope`; known figures: ");
     // The list names the real figures, in whatever order figures::ALL has.
     fails_with(&dir, "causal-attention-heatmap");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_figure_without_its_caption_or_text_alternative_fails_the_build() {
+    let no_caption =
+        GOOD.replace("caption: Causal attention weights,\n  row by row.\n", "");
+    fails_with(
+        &fixture("figure-caption", "", &no_caption),
+        "chapter.md: figure `causal-attention-heatmap` has no caption",
+    );
+    let no_alt =
+        GOOD.replace("alt: A lower triangle of coloured squares.\n", "");
+    fails_with(
+        &fixture("figure-alt", "", &no_alt),
+        "chapter.md: figure `causal-attention-heatmap` has no text alternative",
+    );
+    let bare = GOOD.replace(FIGURE, "{{#figure causal-attention-heatmap}}\n");
+    fails_with(
+        &fixture("figure-bare", "", &bare),
+        "has no caption and no text alternative",
+    );
 }
 
 #[test]

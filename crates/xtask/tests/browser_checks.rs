@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{copy_of, reader_book, tamper};
+use common::{FIGURE, copy_of, reader_book, tamper};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -26,11 +26,8 @@ fn built() -> &'static Path {
     BUILT.get_or_init(|| {
         let dir = reader_book("browser-good");
         let second = fs::read_to_string(dir.join("src/second.md")).unwrap();
-        fs::write(
-            dir.join("src/second.md"),
-            format!("{second}\n{{{{#figure causal-attention-heatmap}}}}\n"),
-        )
-        .unwrap();
+        fs::write(dir.join("src/second.md"), format!("{second}\n{FIGURE}"))
+            .unwrap();
         book::build(&dir).expect("the defect-free reader book builds");
         dir
     })

@@ -57,10 +57,26 @@ pub fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
     dir
 }
 
-pub const GOOD: &str = "# Chapter\n\nInline $x^2$ and display:\n\n$$\n\\frac{1}{2}\n$$\n\n\
-                    ```rust,noplayground\n{{#include ../code.rs:shown}}\n```\n\n\
-                    {{#figure causal-attention-heatmap}}\n\n\
-                    {{#output attention-walkthrough}}\n";
+/// A real figure of the book, with its caption and text alternative
+/// written beside it as a chapter does.
+macro_rules! figure_block {
+    () => {
+        "{{#figure causal-attention-heatmap\n\
+         caption: Causal attention weights,\n  row by row.\n\
+         alt: A lower triangle of coloured squares.\n\
+         }}\n"
+    };
+}
+
+/// The figure block of [`GOOD`].
+pub const FIGURE: &str = figure_block!();
+
+pub const GOOD: &str = concat!(
+    "# Chapter\n\nInline $x^2$ and display:\n\n$$\n\\frac{1}{2}\n$$\n\n\
+     ```rust,noplayground\n{{#include ../code.rs:shown}}\n```\n\n",
+    figure_block!(),
+    "\n{{#output attention-walkthrough}}\n"
+);
 
 pub fn fails_with(dir: &Path, expected: &str) {
     match book::build(dir) {
