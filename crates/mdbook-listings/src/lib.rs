@@ -1,23 +1,25 @@
 //! The book's mdBook preprocessor. It runs before mdBook's own `links`
 //! preprocessor and does four things to every chapter, one module each:
 //!
-//! - [`listing`]: a code block that includes a file by anchor
+//! - `listing`: a code block that includes a file by anchor
 //!   (`{{#include path:anchor}}` or `{{#rustdoc_include path:anchor}}`)
-//!   gets a numbered caption with an id, `Listing 2.1`. [`include`] reads
+//!   gets a numbered caption with an id, `Listing 2.1`. `include` reads
 //!   the directive and checks that the anchor exists and encloses some
 //!   code: mdBook itself would show an empty block.
-//! - [`figure`]: `{{#figure NAME}}` on a line of its own becomes the SVG
-//!   drawn by the figure NAME of the `figures` crate, in a `<figure>` with
-//!   an id and a numbered caption.
-//! - [`output`]: `{{#output NAME}}` becomes a text block with what the
+//! - `figure`: a `{{#figure NAME` block, which holds the figure's
+//!   `caption:` and `alt:` text and ends with `}}`, becomes the SVG drawn
+//!   by the figure NAME of the `figures` crate, in a `<figure>` with an
+//!   id, the text alternative and a numbered caption.
+//! - `output`: `{{#output NAME}}` becomes a text block with what the
 //!   experiment NAME of `listings::outputs` prints, computed now.
-//! - [`reference`]: `{{#ref figure:NAME}}`, `{{#ref listing:ANCHOR}}` and
+//! - `reference`: `{{#ref figure:NAME}}`, `{{#ref listing:ANCHOR}}` and
 //!   `{{#ref output:NAME}}` become links to the numbered item, in this
 //!   chapter or another one.
 //!
-//! [`number`] gives out the numbers and ids, [`scan`] reads a chapter line
-//! by line, [`make`] runs the experiments behind the figures and outputs,
-//! and [`katex_guard`] is the second pass, after KaTeX.
+//! `number` gives out the numbers and ids, `scan` reads a chapter line
+//! by line, `make` runs the experiments behind the figures and outputs,
+//! `book` is mdBook's book model, and `katex_guard` is the second pass,
+//! after KaTeX.
 //!
 //! Any unknown name, missing anchor or malformed directive is an error that
 //! stops the build and says where it is and what would have been valid.
