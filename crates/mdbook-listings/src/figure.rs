@@ -12,9 +12,10 @@
 //! ```
 //!
 //! The block opens with `{{#figure NAME` on a line of its own and closes
-//! with `}}` on a line of its own. Each field starts at the beginning of a
-//! line with `caption:` or `alt:`; an indented line continues the field
-//! above it, joined with one space. Both fields are required and are
+//! with `}}` on a line of its own. Each field starts with `caption:` or
+//! `alt:` at the indentation of the opening line (the beginning of the
+//! line, unless the whole block is indented); a line indented further
+//! continues the field above it, joined with one space. Both fields are required and are
 //! plain text (HTML-escaped, not Markdown). A blank line, an unknown or
 //! repeated field, or a missing field is an error.
 
@@ -57,6 +58,10 @@ pub(crate) fn parse<'a>(lines: &[&'a str]) -> Block<'a> {
         ));
         return block;
     }
+    // A block may be indented as a whole (say, inside a list item): fields
+    // start at the opening line's indentation, continuations deeper.
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let base = indent(lines[0]);
     let mut seen: Vec<&str> = Vec::new();
     let mut current: Option<&str> = None;
     let mut closed = false;
@@ -69,7 +74,7 @@ pub(crate) fn parse<'a>(lines: &[&'a str]) -> Block<'a> {
             closed = true;
             break;
         }
-        if line.starts_with(char::is_whitespace) {
+        if indent(line) > base {
             match current {
                 Some(key) => push(field(&mut block, key), line.trim()),
                 None => block.errors.push(format!(
@@ -81,6 +86,7 @@ pub(crate) fn parse<'a>(lines: &[&'a str]) -> Block<'a> {
             continue;
         }
         let known = line
+            .trim_start()
             .split_once(':')
             .filter(|(key, _)| ["caption", "alt"].contains(key));
         let Some((key, text)) = known else {
@@ -195,6 +201,18 @@ mod tests {
         assert_eq!(b.caption, "Rows of weights, by t.");
         assert_eq!(b.alt, "A grid.");
         assert_eq!(b.lines, 6);
+        assert!(b.errors.is_empty(), "{:?}", b.errors);
+    }
+
+    #[test]
+    fn an_indented_block_reads_the_same() {
+        let b = block(
+            "  {{#figure heat\n  caption: Rows\n    of t.\n  alt: A.\n  }}",
+        );
+        assert_eq!(
+            (b.name, b.caption.as_str(), b.alt.as_str()),
+            ("heat", "Rows of t.", "A.")
+        );
         assert!(b.errors.is_empty(), "{:?}", b.errors);
     }
 

@@ -255,7 +255,7 @@ fn expand(ctx: &Context<'_>, ch: &Chapter, errors: &mut Vec<String>) -> String {
                 for (tag, form) in [
                     (
                         "{{#figure",
-                        "a {{#figure NAME block (see the figure module)",
+                        "a block: {{#figure NAME, caption: ..., alt: ..., }}",
                     ),
                     ("{{#output", "{{#output NAME}}"),
                 ] {
