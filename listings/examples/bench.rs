@@ -3,15 +3,12 @@
 //! ceiling), print a table and the target ratios, and write the
 //! table as JSON to target/bench/. Built in release mode by xtask.
 //!
-//! Every form timed is a tested function of `listings::speed`: the fast
+//! Every form timed is a tested function of `listings::appendix::speed`: the fast
 //! forms, and f32 copies of the forms the book shows only in f64 (softmax
 //! attention, the parallel N × N form, the two non-causal groupings), so
 //! that every form is timed at one precision.
 
-use listings::delta::delta_rule_recurrent;
-use listings::ndarray::Array1;
-use listings::schedules::Machine;
-use listings::speed::{
+use listings::appendix::speed::{
     Timed, ValueForm, across_value_columns, arithmetic,
     delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
@@ -19,6 +16,9 @@ use listings::speed::{
     linear_attention_scores_first_f32, random_inputs,
     softmax_attention_causal_f32, to_f32,
 };
+use listings::m3::schedules::Machine;
+use listings::ndarray::Array1;
+use listings::paper::delta_rule::delta_rule_recurrent;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
 use std::hint::black_box;

@@ -1,9 +1,9 @@
 //! How well truncated Taylor features reproduce exp(qᵀk), and how many
-//! features they need. Data from `listings::kernel::taylor_study`.
+//! features they need. Data from `listings::m3::delete_softmax::taylor_study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::kernel::taylor_study;
+use listings::m3::delete_softmax::taylor_study;
 use plotters::prelude::*;
 
 /// Error against degree (top) and feature dimension against degree

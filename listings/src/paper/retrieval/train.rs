@@ -1,10 +1,12 @@
 //! Training one model on the retrieval task, and the sweep over models and
 //! numbers of keys that the chapter's figures are drawn from.
 
+use crate::paper::retrieval::adam::Adam;
+use crate::paper::retrieval::model::{
+    Layer, Params, Shape, draw_omega, episode_loss,
+};
+use crate::paper::retrieval::task::{Episode, Setting, episode, episodes};
 use crate::random::seeded;
-use crate::retrieval::adam::Adam;
-use crate::retrieval::model::{Layer, Params, Shape, draw_omega, episode_loss};
-use crate::retrieval::task::{Episode, Setting, episode, episodes};
 use std::fmt;
 
 /// Everything that decides one training run.
@@ -155,7 +157,7 @@ pub fn train(run: &Run, mut on_eval: impl FnMut(usize, f64)) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::model::{Phi, Rule};
+    use crate::paper::retrieval::model::{Phi, Rule};
 
     fn tiny(layer: Layer, setting: Setting, n: usize, max_steps: usize) -> Run {
         Run {

@@ -8,39 +8,23 @@
 //!
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
 
-use crate::cost::{
+use crate::causal::causal_scores;
+use crate::input::{InputError, check_chunk, check_qkv};
+use crate::m3::cost::{
     bytes, fixed_state_floats, group_digits, score_matrix_floats,
 };
-use crate::fast_weights::{
-    linear_attention_parallel, linear_attention_recurrent,
-};
-use crate::feature_maps::elu_plus_one;
-use crate::input::{InputError, check_chunk, check_qkv};
-use crate::kernel::{
+use crate::m3::delete_softmax::{
     Memory, linear_attention_memory_first, linear_attention_scores_first,
     sequence_memory,
 };
+use crate::m3::fast_weight_memory::{
+    linear_attention_parallel, linear_attention_recurrent,
+};
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
 use std::fmt;
 use std::sync::OnceLock;
-
-// ANCHOR: causal_scores
-/// tril(Φ_Q Φ_Kᵀ): the scores of query t against keys j ≤ t, and zero
-/// above the diagonal. phi_q, phi_k: (c, p); returns (c, c).
-pub fn causal_scores(
-    phi_q: &ArrayRef2<f64>,
-    phi_k: &ArrayRef2<f64>,
-) -> Array2<f64> {
-    let mut scores = phi_q.dot(&phi_k.t());
-    for ((t, j), score) in scores.indexed_iter_mut() {
-        if j > t {
-            *score = 0.0; // a key later in the chunk than the query
-        }
-    }
-    scores
-}
-// ANCHOR_END: causal_scores
 
 // ANCHOR: chunk_step
 /// One chunk of c tokens, given the memory S: (m, p) and z: (p) of every
@@ -109,7 +93,7 @@ pub fn chunkwise_study(
     chunks: &[usize],
     seeds: u64,
 ) -> ChunkwiseTable {
-    use crate::kernel::worst_row_relative_difference as gap;
+    use crate::linalg::worst_row_relative_difference as gap;
     let rows = lengths
         .iter()
         .map(|&n| {
@@ -648,8 +632,8 @@ impl fmt::Display for TimingStudy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fast_weights::fast_weight_write;
-    use crate::kernel::worst_row_relative_difference;
+    use crate::linalg::worst_row_relative_difference;
+    use crate::m3::fast_weight_memory::fast_weight_write;
     use approx::assert_relative_eq;
 
     fn random(seed: u64, n: usize, p: usize, m: usize) -> [Array2<f64>; 3] {

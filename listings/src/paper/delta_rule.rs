@@ -8,12 +8,13 @@
 //! v: (N, m), write strengths beta: (N). The memory W is (m, p), values by
 //! features, as everywhere in the book: written with v k̄ᵀ, read W q̄.
 
-use crate::fast_weights::fast_weight_write;
-use crate::feature_maps::map_rows;
+use crate::causal::causal_scores;
 use crate::input::same_rows;
 use crate::input::{
     Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
 };
+use crate::m3::fast_weight_memory::fast_weight_write;
+use crate::phi::map_rows;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 // ANCHOR: sum_normalise
@@ -171,12 +172,7 @@ pub fn delta_rule_chunkwise(
             .for_each(|((i, j), x)| *x = if j < i { b[i] * *x } else { 0.0 });
         let t = forward_substitution(&a, &Array2::from_diag(&b));
         let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // (C, m)
-        let mut scores = q.dot(&k.t()); // tril(Q̄ K̄ᵀ), diagonal included
-        scores.indexed_iter_mut().for_each(|((i, j), x)| {
-            if j > i {
-                *x = 0.0;
-            }
-        });
+        let scores = causal_scores(&q, &k); // tril(Q̄ K̄ᵀ), diagonal included
         let y = q.dot(&memory.t()) + scores.dot(&u);
         output.slice_mut(s![start..end, ..]).assign(&y);
         memory += &u.t().dot(&k); // W ← W_0 + Uᵀ K̄
@@ -202,16 +198,16 @@ pub struct AppendixARow {
 /// ℝ^8, unit values in ℝ^4, seed `seed`); then k₂ is written again with v₃.
 pub fn appendix_a_study(betas: &[f64], seed: u64) -> Vec<AppendixARow> {
     let mut rng = crate::random::seeded(seed);
-    let keys = crate::capacity::orthonormal_keys(&mut rng, 2, 8);
+    let keys = crate::linalg::orthonormal_keys(&mut rng, 2, 8);
     let values =
-        crate::attention::unit_rows(&crate::random::randn(&mut rng, 3, 4));
+        crate::m3::attention::unit_rows(&crate::random::randn(&mut rng, 3, 4));
     let (k1, k2) = (keys.row(0), keys.row(1));
     let (v1, v2, v3) = (values.row(0), values.row(1), values.row(2));
     let mut memory = Array2::zeros((4, 8));
     fast_weight_write(&mut memory, &v1, &k1);
     fast_weight_write(&mut memory, &v2, &k2);
     let gap = |w: &Array2<f64>, k, v: &Array1<f64>| {
-        crate::attention::norm(&(&w.dot(k) - v))
+        crate::linalg::norm(&(&w.dot(k) - v))
     };
     let mut sum = memory.clone();
     fast_weight_write(&mut sum, &v3, &k2);
@@ -298,14 +294,14 @@ pub fn chunkwise_study(cases: &[(usize, usize)], seeds: u64) -> Vec<ChunkRow> {
                     crate::random::randn(&mut rng, 1, 8).row(0).to_owned();
                 let beta = write_strength(&x, &w_beta).expect("x: (N, 8)");
                 let (q, k) = (
-                    crate::feature_maps::elu_plus_one(&q),
-                    crate::feature_maps::elu_plus_one(&k),
+                    crate::phi::elu_plus_one(&q),
+                    crate::phi::elu_plus_one(&k),
                 );
                 let rec = delta_rule_recurrent(&q, &k, &v, &beta).expect("ok");
                 let chunked =
                     delta_rule_chunkwise(&q, &k, &v, &beta, chunk).expect("ok");
                 difference = difference.max(
-                    crate::kernel::worst_row_relative_difference(
+                    crate::linalg::worst_row_relative_difference(
                         &chunked.output,
                         &rec.output,
                     ),
@@ -355,9 +351,9 @@ impl std::fmt::Display for ChunkTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::orthonormal_keys;
-    use crate::feature_maps::{dpfp, elu_plus_one};
-    use crate::kernel::worst_row_relative_difference;
+    use crate::linalg::orthonormal_keys;
+    use crate::linalg::worst_row_relative_difference;
+    use crate::phi::{dpfp, elu_plus_one};
     use crate::random::{randn, seeded};
     use approx::assert_relative_eq;
     use ndarray::array;
@@ -500,8 +496,8 @@ mod tests {
                     );
                     if beta > 0.0 {
                         let lost =
-                            crate::attention::norm(&(&gated.dot(&k1) - &v1));
-                        assert!(lost > 0.05 * crate::attention::norm(&v1));
+                            crate::linalg::norm(&(&gated.dot(&k1) - &v1));
+                        assert!(lost > 0.05 * crate::linalg::norm(&v1));
                     }
                 }
             }
@@ -549,10 +545,10 @@ mod tests {
                 [(phi.clone(), true), (sum_normalise(&phi), false)]
             {
                 let mut w = Array2::zeros((4, 16));
-                let mut last = crate::attention::norm(&v);
+                let mut last = crate::linalg::norm(&v);
                 for _ in 0..20 {
                     delta_rule_step(&mut w, &key, &v, 0.5);
-                    let err = crate::attention::norm(&(&w.dot(&key) - &v));
+                    let err = crate::linalg::norm(&(&w.dot(&key) - &v));
                     assert_eq!(err > last, should_grow, "seed {seed}");
                     last = err;
                 }

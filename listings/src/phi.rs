@@ -4,7 +4,7 @@
 //!
 //! Chapter "Delete the softmax" uses elu+1 (Katharopoulos et al. 2020).
 
-use crate::capacity::orthonormal_keys;
+use crate::linalg::orthonormal_keys;
 use crate::random::standard_normal;
 use ndarray::{
     Array, Array1, Array2, ArrayRef, ArrayRef1, ArrayRef2, Dimension,
@@ -102,6 +102,58 @@ pub fn map_rows(
     Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i])
 }
 // ANCHOR_END: map_rows
+
+// ANCHOR: FeatureMap
+/// The feature maps of the book, one type for every chapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FeatureMap {
+    /// elu(x) + 1, p = d.
+    EluPlusOne,
+    /// DPFP-ν, p = 2νd.
+    Dpfp(usize),
+    /// FAVOR+ with r random features, p = 2r.
+    Favor(usize),
+}
+
+impl FeatureMap {
+    /// φ of every row of x: (n, d) → (n, p); `omega` is FAVOR+'s Ω: (d, r).
+    pub fn apply(self, x: &ArrayRef2<f64>, omega: &Array2<f64>) -> Array2<f64> {
+        match self {
+            FeatureMap::EluPlusOne => elu_plus_one(x),
+            FeatureMap::Dpfp(nu) => map_rows(x, |r| dpfp(r, nu)),
+            FeatureMap::Favor(_) => map_rows(x, |r| favor_plus(r, omega)),
+        }
+    }
+}
+// ANCHOR_END: FeatureMap
+
+impl FeatureMap {
+    /// p for keys of width d.
+    pub fn width(self, d: usize) -> usize {
+        match self {
+            FeatureMap::EluPlusOne => d,
+            FeatureMap::Dpfp(nu) => 2 * nu * d,
+            FeatureMap::Favor(r) => 2 * r,
+        }
+    }
+
+    /// The name the outputs and figures use.
+    pub fn name(self) -> String {
+        match self {
+            FeatureMap::EluPlusOne => "elu+1".to_string(),
+            FeatureMap::Dpfp(nu) => format!("DPFP-{nu}"),
+            FeatureMap::Favor(r) => format!("FAVOR+ r={r}"),
+        }
+    }
+
+    /// Ω for FAVOR+ (orthogonal random features); an empty (d, 0) otherwise.
+    pub fn projection(self, rng: &mut impl Rng, d: usize) -> Array2<f64> {
+        match self {
+            FeatureMap::Favor(r) => favor_projection(rng, d, r),
+            _ => Array2::zeros((d, 0)),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

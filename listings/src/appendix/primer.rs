@@ -7,10 +7,12 @@
 //!
 //! Shapes: keys: (n, d), one key per row, as in the capacity chapter.
 
-use crate::attention::{norm, unit_rows};
-use crate::capacity::{orthonormal_keys, sum_rule_recall};
 use crate::input::{InputError, nonempty_finite};
-use crate::kernel::{RANK_TOL, entropy, numerical_rank};
+use crate::linalg::norm;
+use crate::linalg::orthonormal_keys;
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::{RANK_TOL, entropy, numerical_rank};
+use crate::paper::capacity::sum_rule_recall;
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
 use ndarray::{Array1, Array2, ArrayRef2, Axis, Zip, s};
@@ -432,7 +434,7 @@ pub const PRIMER_SETS: [KeySet; 6] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::{crosstalk, one_hot_total_error};
+    use crate::paper::capacity::{crosstalk, one_hot_total_error};
     use approx::assert_relative_eq;
     use ndarray::{Array, array};
 

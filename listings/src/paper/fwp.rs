@@ -6,13 +6,15 @@
 //! Shapes: x: (N, d_model); q, k: (N, d); v: (N, m); the fast weights
 //! W: (m, d), written with v kᵀ and run on a query as W q.
 
-use crate::attention::{Mask, Projections, Qkv};
-use crate::fast_weights::{
+use crate::causal::causal_scores;
+use crate::input::{InputError, check_qkv};
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::attention::{Mask, Projections, Qkv};
+use crate::m3::delete_softmax::kernel_attention;
+use crate::m3::fast_weight_memory::{
     fast_weight_loop, fast_weight_write, linear_attention_recurrent,
 };
-use crate::feature_maps::elu_plus_one;
-use crate::input::{InputError, check_qkv};
-use crate::kernel::{kernel_attention, worst_row_relative_difference};
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array2, ArrayRef1, ArrayRef2};
 use std::fmt;
@@ -49,12 +51,7 @@ pub fn attention_without_softmax(
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(q, k, v, true)?;
-    let mut scores = q.dot(&k.t()); // (N, N): k_jᵀ q_t
-    for ((t, j), s) in scores.indexed_iter_mut() {
-        if j > t {
-            *s = 0.0; // no weight on the future
-        }
-    }
+    let scores = causal_scores(q, k); // (N, N): k_jᵀ q_t, none on the future
     Ok(scores.dot(v))
 }
 // ANCHOR_END: attention_without_softmax
@@ -122,7 +119,7 @@ pub fn equivalence_study(lengths: &[usize], seeds: u64) -> Vec<EquivalenceRow> {
 /// tokens, from one seed.
 pub fn random_programmer(seed: u64, n: usize) -> (Array2<f64>, Projections) {
     let mut rng = seeded(seed);
-    let slow = crate::attention::random_projections(&mut rng, 16, 8, 8);
+    let slow = crate::m3::attention::random_projections(&mut rng, 16, 8, 8);
     (randn(&mut rng, n, 16), slow)
 }
 
@@ -162,7 +159,7 @@ impl fmt::Display for EquivalenceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fast_weights::linear_attention_parallel;
+    use crate::m3::fast_weight_memory::linear_attention_parallel;
     use approx::assert_relative_eq;
 
     const LENGTHS: [usize; 6] = [1, 2, 12, 63, 64, 300];

@@ -6,9 +6,9 @@
 //!
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m).
 
-use crate::fast_weights::linear_attention_recurrent;
-use crate::feature_maps::elu_plus_one;
 use crate::input::{InputError, nonempty_finite, same_cols, same_rows};
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2};
 use std::fmt;
@@ -180,7 +180,7 @@ impl fmt::Display for NormaliserStudy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fast_weights::linear_attention_parallel;
+    use crate::m3::fast_weight_memory::linear_attention_parallel;
     use approx::assert_relative_eq;
     use ndarray::array;
 
@@ -216,12 +216,7 @@ mod tests {
             let den = causal_denominators(&phi_q, &phi_k).unwrap();
             // The same numbers as the parallel form's row sums of
             // tril(Φ_Q Φ_Kᵀ), computed from a running z instead.
-            let mut scores = phi_q.dot(&phi_k.t());
-            for ((t, j), s) in scores.indexed_iter_mut() {
-                if j > t {
-                    *s = 0.0;
-                }
-            }
+            let scores = crate::causal::causal_scores(&phi_q, &phi_k);
             let sums = scores.sum_axis(ndarray::Axis(1));
             assert_relative_eq!(den, sums, max_relative = 1e-12);
         }
@@ -287,9 +282,12 @@ mod tests {
         assert!(o.row(1).iter().all(|x| x.is_nan()));
         // An ε in the denominator turns 0 / 0 into 0 / ε = 0: finite, and
         // no average of the values either.
-        let numerator =
-            crate::fast_weights::fast_weight_loop(&phi(&q), &phi(&k), &v)
-                .unwrap();
+        let numerator = crate::m3::fast_weight_memory::fast_weight_loop(
+            &phi(&q),
+            &phi(&k),
+            &v,
+        )
+        .unwrap();
         let guarded = &numerator.row(1) / (den[1] + 1e-6);
         assert!(guarded.iter().all(|&x| x == 0.0));
         // Over random sequences it happens too, about once in 2^d queries.
@@ -311,7 +309,8 @@ mod tests {
             let v = randn(&mut rng, 200, 8);
             let den = causal_denominators(&q, &k).unwrap();
             let numerator =
-                crate::fast_weights::fast_weight_loop(&q, &k, &v).unwrap();
+                crate::m3::fast_weight_memory::fast_weight_loop(&q, &k, &v)
+                    .unwrap();
             let v_max = v.fold(0.0_f64, |a, &x| a.max(x.abs()));
             let largest = (0..200)
                 .map(|t| {

@@ -1,6 +1,6 @@
 //! Adam (Kingma & Ba 2015), the optimiser the paper trains with.
 
-use crate::retrieval::model::Params;
+use crate::paper::retrieval::model::Params;
 
 // ANCHOR: Adam
 /// Adam with bias-corrected first and second moment estimates.
@@ -55,8 +55,8 @@ impl Adam {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paper::retrieval::model::Shape;
     use crate::random::seeded;
-    use crate::retrieval::model::Shape;
 
     fn params(seed: u64) -> Params {
         Params::init(&mut seeded(seed), Shape { n: 3, d: 2, e: 4 })

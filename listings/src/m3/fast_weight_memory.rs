@@ -8,10 +8,11 @@
 //! [`causal_linear_attention`] applies a given φ first.
 //! Shapes: v: (N, m); outputs O: (N, m).
 
-use crate::attention::{Projections, Qkv, unit_rows, walkthrough};
-use crate::feature_maps::elu_plus_one;
+use crate::causal::causal_scores;
 use crate::input::{InputError, check_qkv, nonempty_finite, same_rows};
-use crate::kernel::worst_row_relative_difference;
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use std::fmt;
@@ -66,12 +67,7 @@ pub fn linear_attention_parallel(
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
-    let mut scores = phi_q.dot(&phi_k.t()); // (N, N), N from the input
-    for ((t, j), s) in scores.indexed_iter_mut() {
-        if j > t {
-            *s = 0.0; // the causal mask: no weight on the future
-        }
-    }
+    let scores = causal_scores(phi_q, phi_k); // (N, N), N from the input
     let numerator = scores.dot(v); // (N, m)
     let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
     Ok(numerator / denominator)
@@ -297,8 +293,8 @@ impl fmt::Display for AgreementTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::random_projections;
-    use crate::kernel::{
+    use crate::m3::attention::random_projections;
+    use crate::m3::delete_softmax::{
         RANK_TOL, linear_attention_memory_first, numerical_rank,
         sequence_memory,
     };

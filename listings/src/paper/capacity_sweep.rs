@@ -6,13 +6,13 @@
 //! length; values are random unit vectors in ℝ^m (m = [`M`]). Shapes:
 //! keys: (n, d), mapped keys: (n, p), values: (n, m), memory W: (m, p).
 
-use crate::attention::unit_rows;
-use crate::capacity::{relative_errors, sum_rule_recall};
-use crate::delta::delta_rule_step;
-use crate::feature_maps::map_rows;
-use crate::feature_maps::{dpfp, elu_plus_one, favor_plus, favor_projection};
 use crate::input::{InputError, check_qkv};
-use crate::kernel::{RANK_TOL, numerical_rank};
+use crate::linalg::relative_errors;
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::{RANK_TOL, numerical_rank};
+use crate::paper::capacity::sum_rule_recall;
+use crate::paper::delta_rule::delta_rule_step;
+use crate::phi::FeatureMap;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2};
 use rand::Rng;
@@ -31,58 +31,6 @@ pub const PASSES: usize = 20;
 pub const SEEDS: u64 = 3;
 /// An association is held when the RMS recall error is at most this.
 pub const THRESHOLD: f64 = 0.1;
-
-// ANCHOR: FeatureMap
-/// The feature maps of the sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FeatureMap {
-    /// elu(x) + 1, p = d.
-    EluPlusOne,
-    /// DPFP-ν, p = 2νd.
-    Dpfp(usize),
-    /// FAVOR+ with r random features, p = 2r.
-    Favor(usize),
-}
-
-impl FeatureMap {
-    /// φ of every row of x: (n, d) → (n, p); `omega` is FAVOR+'s Ω: (d, r).
-    pub fn apply(self, x: &ArrayRef2<f64>, omega: &Array2<f64>) -> Array2<f64> {
-        match self {
-            FeatureMap::EluPlusOne => elu_plus_one(x),
-            FeatureMap::Dpfp(nu) => map_rows(x, |r| dpfp(r, nu)),
-            FeatureMap::Favor(_) => map_rows(x, |r| favor_plus(r, omega)),
-        }
-    }
-}
-// ANCHOR_END: FeatureMap
-
-impl FeatureMap {
-    /// p for keys of width d.
-    pub fn width(self, d: usize) -> usize {
-        match self {
-            FeatureMap::EluPlusOne => d,
-            FeatureMap::Dpfp(nu) => 2 * nu * d,
-            FeatureMap::Favor(r) => 2 * r,
-        }
-    }
-
-    /// The name the outputs and figures use.
-    pub fn name(self) -> String {
-        match self {
-            FeatureMap::EluPlusOne => "elu+1".to_string(),
-            FeatureMap::Dpfp(nu) => format!("DPFP-{nu}"),
-            FeatureMap::Favor(r) => format!("FAVOR+ r={r}"),
-        }
-    }
-
-    /// Ω for FAVOR+ (orthogonal random features); an empty (d, 0) otherwise.
-    pub fn projection(self, rng: &mut impl Rng, d: usize) -> Array2<f64> {
-        match self {
-            FeatureMap::Favor(r) => favor_projection(rng, d, r),
-            _ => Array2::zeros((d, 0)),
-        }
-    }
-}
 
 /// The maps of the sweep, in the order of the paper's Setting 1.
 pub const MAPS: [FeatureMap; 6] = [
@@ -264,7 +212,11 @@ pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
     for _ in 0..2 * n {
         let i = rng.random_range(0..n); // keys repeat
         let v = unit_rows(&randn(&mut rng, 1, M)).row(0).to_owned();
-        crate::fast_weights::fast_weight_write(&mut sum, &v, &keys.row(i));
+        crate::m3::fast_weight_memory::fast_weight_write(
+            &mut sum,
+            &v,
+            &keys.row(i),
+        );
         delta_rule_step(&mut delta, &keys.row(i), &v, 1.0);
         last[i] = Some(v);
     }
@@ -339,7 +291,7 @@ pub const SETTING2_NS: [usize; 3] = [4, 8, 16];
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::orthonormal_keys;
+    use crate::linalg::orthonormal_keys;
 
     #[test]
     fn mapped_keys_reach_full_rank_p_and_never_more() {

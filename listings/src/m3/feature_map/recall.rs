@@ -6,12 +6,13 @@
 //! Shapes: keys k: (n, d), values v: (n, m); feature-mapped keys
 //! φ(K): (n, p); the memory S: (m, p).
 
-use crate::attention::{Mask, norm, softmax_attention};
-use crate::capacity::relative_errors;
-use crate::fast_weights::causal_linear_attention;
-use crate::feature_maps::{dpfp, elu_plus_one, map_rows};
 use crate::input::{InputError, check_qkv};
-use crate::kernel::linear_attention_memory_first;
+use crate::linalg::norm;
+use crate::linalg::relative_errors;
+use crate::m3::attention::{Mask, softmax_attention};
+use crate::m3::delete_softmax::linear_attention_memory_first;
+use crate::m3::fast_weight_memory::causal_linear_attention;
+use crate::phi::{FeatureMap, elu_plus_one};
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
 use ndarray::{Array2, ArrayRef2};
@@ -142,20 +143,19 @@ impl fmt::Display for RecallStudy {
 pub enum Map {
     /// exp(qᵀk / √d): softmax attention, which keeps every key.
     Softmax,
-    /// φ = elu+1, p = d.
-    EluPlusOne,
-    /// φ = DPFP-ν, p = 2νd.
-    Dpfp(usize),
+    /// φ(q)ᵀφ(k) with a deterministic feature map: elu+1 (p = d) or
+    /// DPFP-ν (p = 2νd).
+    Phi(FeatureMap),
 }
 
 impl Map {
     /// φ of every row of x: (n, d) → (n, p). None for softmax, which has
     /// no finite feature map.
     pub fn features(self, x: &ArrayRef2<f64>) -> Option<Array2<f64>> {
+        let no_omega = Array2::zeros((x.ncols(), 0)); // only FAVOR+ draws Ω
         match self {
             Map::Softmax => None,
-            Map::EluPlusOne => Some(elu_plus_one(x)),
-            Map::Dpfp(nu) => Some(map_rows(x, |row| dpfp(row, nu))),
+            Map::Phi(phi) => Some(phi.apply(x, &no_omega)),
         }
     }
 }
@@ -166,8 +166,7 @@ impl Map {
     pub fn p(self, d: usize) -> Option<usize> {
         match self {
             Map::Softmax => None,
-            Map::EluPlusOne => Some(d),
-            Map::Dpfp(nu) => Some(2 * nu * d),
+            Map::Phi(phi) => Some(phi.width(d)),
         }
     }
 
@@ -175,8 +174,7 @@ impl Map {
     pub fn name(self) -> String {
         match self {
             Map::Softmax => "softmax".to_string(),
-            Map::EluPlusOne => "elu+1".to_string(),
-            Map::Dpfp(nu) => format!("DPFP-{nu}"),
+            Map::Phi(phi) => phi.name(),
         }
     }
 }
@@ -298,10 +296,10 @@ pub struct CapacitySweep {
 /// The maps of the chapter's sweep.
 pub const SWEEP_MAPS: [Map; 5] = [
     Map::Softmax,
-    Map::EluPlusOne,
-    Map::Dpfp(1),
-    Map::Dpfp(2),
-    Map::Dpfp(3),
+    Map::Phi(FeatureMap::EluPlusOne),
+    Map::Phi(FeatureMap::Dpfp(1)),
+    Map::Phi(FeatureMap::Dpfp(2)),
+    Map::Phi(FeatureMap::Dpfp(3)),
 ];
 
 /// Run the capacity sweep over numbers of associations `counts`.
@@ -451,12 +449,16 @@ impl fmt::Display for CapacitySweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{RANK_TOL, numerical_rank};
+    use crate::m3::delete_softmax::{RANK_TOL, numerical_rank};
     use approx::assert_relative_eq;
     use ndarray::Axis;
 
-    const LINEAR_MAPS: [Map; 4] =
-        [Map::EluPlusOne, Map::Dpfp(1), Map::Dpfp(2), Map::Dpfp(3)];
+    const LINEAR_MAPS: [Map; 4] = [
+        Map::Phi(FeatureMap::EluPlusOne),
+        Map::Phi(FeatureMap::Dpfp(1)),
+        Map::Phi(FeatureMap::Dpfp(2)),
+        Map::Phi(FeatureMap::Dpfp(3)),
+    ];
 
     #[test]
     fn softmax_recalls_an_aimed_key_far_better_than_linear_attention() {
@@ -579,8 +581,8 @@ mod tests {
                 })
                 .count()
         };
-        assert!(deficient(Map::Dpfp(1)) > 0);
-        assert_eq!(deficient(Map::EluPlusOne), 0);
+        assert!(deficient(Map::Phi(FeatureMap::Dpfp(1))) > 0);
+        assert_eq!(deficient(Map::Phi(FeatureMap::EluPlusOne)), 0);
     }
 
     #[test]
@@ -678,9 +680,9 @@ mod tests {
             let c: Vec<f64> = (0..200).map(|s| cosine(map, s)).collect();
             Spread::of(&c).median
         };
-        assert!(median(Map::EluPlusOne) > 0.6);
+        assert!(median(Map::Phi(FeatureMap::EluPlusOne)) > 0.6);
         for nu in 1..=3 {
-            assert!(median(Map::Dpfp(nu)) < 0.4, "nu = {nu}");
+            assert!(median(Map::Phi(FeatureMap::Dpfp(nu))) < 0.4, "nu = {nu}");
         }
     }
 }

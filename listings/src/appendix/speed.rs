@@ -13,13 +13,14 @@
 //! Shapes as in Part I: phi_q, phi_k: (N, p), v: (N, m), S: (m, p), row t
 //! of a matrix is token t; outputs O: (N, m).
 
-use crate::delta::check_delta;
-use crate::fast_weights::linear_attention_recurrent;
-use crate::feature_maps::elu_plus_one;
+use crate::causal::mask_future;
 use crate::input::{InputError, check_chunk, check_qkv};
-use crate::kernel::worst_row_relative_difference;
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::m3::schedules::{Clock, Machine, time_once};
+use crate::paper::delta_rule::check_delta;
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
-use crate::schedules::{Clock, Machine, time_once};
 use crate::summary::Spread;
 use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
 use ndarray::{
@@ -195,9 +196,7 @@ pub fn linear_attention_chunkwise_f32(
         let c = q.nrows(); // the last chunk may be shorter
         let mut a = scores.slice_mut(s![..c, ..c]);
         general_mat_mul(1.0, &q, &k.t(), 0.0, &mut a); // Φ_Q Φ_Kᵀ
-        for i in 0..c {
-            a.slice_mut(s![i, i + 1..]).fill(0.0); // tril: no later key
-        }
+        mask_future(&mut a, 0.0); // tril: no later key
         let mut out = o.slice_mut(rows);
         general_mat_mul(1.0, &q, &s.t(), 0.0, &mut out); // earlier chunks
         general_mat_mul(1.0, &a, &v_c, 1.0, &mut out); // this chunk
@@ -401,9 +400,7 @@ pub fn delta_rule_chunkwise_f32(
         general_mat_mul(1.0, &q_tk, &w.t(), 0.0, &mut r_c);
         u -= &r_c.slice(s![c.., ..]); // U = T V − T K̄ W_0ᵀ
         let mut scores = g_c.slice_mut(s![c.., ..]); // Q̄ K̄ᵀ
-        for i in 0..c {
-            scores.slice_mut(s![i, i + 1..]).fill(0.0); // tril, diagonal kept
-        }
+        mask_future(&mut scores, 0.0); // tril, diagonal kept
         let mut y_c = y.slice_mut(s![start..end, ..]);
         y_c.assign(&r_c.slice(s![..c, ..])); // Q̄ W_0ᵀ: earlier chunks
         general_mat_mul(1.0, &scores, &u, 1.0, &mut y_c); // this chunk
@@ -445,9 +442,7 @@ pub fn linear_attention_parallel_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
     let mut scores = phi_q.dot(&phi_k.t());
-    for (t, mut row) in scores.rows_mut().into_iter().enumerate() {
-        row.slice_mut(s![t + 1..]).fill(0.0); // the causal mask
-    }
+    mask_future(&mut scores, 0.0); // the causal mask
     Ok(weighted_read(&scores, v))
 }
 
@@ -855,8 +850,10 @@ impl ChunkSizeStudy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delta::{delta_rule_chunkwise, delta_rule_recurrent};
-    use crate::schedules::linear_attention_chunkwise;
+    use crate::m3::schedules::linear_attention_chunkwise;
+    use crate::paper::delta_rule::{
+        delta_rule_chunkwise, delta_rule_recurrent,
+    };
     use ndarray::ShapeBuilder;
 
     /// f32 forms against their f64 forms: the worst row-relative error.
@@ -947,11 +944,11 @@ mod tests {
 
     #[test]
     fn f32_baselines_equal_their_book_forms() {
-        use crate::attention::{Mask, softmax_attention};
-        use crate::fast_weights::linear_attention_parallel;
-        use crate::kernel::{
+        use crate::m3::attention::{Mask, softmax_attention};
+        use crate::m3::delete_softmax::{
             linear_attention_memory_first, linear_attention_scores_first,
         };
+        use crate::m3::fast_weight_memory::linear_attention_parallel;
         for seed in 0..3 {
             for (n, _, d) in CASES {
                 let [q, k, v] = random_inputs(seed, n, d, d + 1);

@@ -8,10 +8,10 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); φ(q), φ(k): (N, p); the
 //! memory S: (m, p).
 
-use crate::fast_weights::fast_weight_loop;
 use crate::input::{InputError, check_qkv, same_cols};
-use crate::kernel::{Memory, sequence_memory};
-use crate::schedules::chunk_step;
+use crate::m3::delete_softmax::{Memory, sequence_memory};
+use crate::m3::fast_weight_memory::fast_weight_loop;
+use crate::m3::schedules::chunk_step;
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use std::fmt;
 
@@ -123,13 +123,12 @@ pub const CHECKS: [(&str, &str); 4] = [
 /// elu+1, ε = 0, random q, k, v: (N, 8), seeds 0..seeds. Segments have
 /// lengths 1, 2, 3, … in turn.
 pub fn walkthrough_study(lengths: &[usize], seeds: u64) -> WalkthroughTable {
-    use crate::fast_weights::{
+    use crate::linalg::worst_row_relative_difference;
+    use crate::m3::delete_softmax::linear_attention_memory_first;
+    use crate::m3::fast_weight_memory::{
         linear_attention_parallel, linear_attention_recurrent,
     };
-    use crate::feature_maps::elu_plus_one;
-    use crate::kernel::{
-        linear_attention_memory_first, worst_row_relative_difference,
-    };
+    use crate::phi::elu_plus_one;
     use crate::random::{randn, seeded};
     let phi = |x: &ArrayRef2<f64>| elu_plus_one(x);
     let rows = lengths
@@ -242,14 +241,14 @@ impl fmt::Display for WalkthroughTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fast_weights::{
+    use crate::linalg::worst_row_relative_difference;
+    use crate::m3::delete_softmax::{
+        linear_attention_memory_first, linear_attention_scores_first,
+    };
+    use crate::m3::fast_weight_memory::{
         linear_attention_parallel, linear_attention_recurrent,
     };
-    use crate::feature_maps::{dpfp, elu_plus_one, map_rows};
-    use crate::kernel::{
-        linear_attention_memory_first, linear_attention_scores_first,
-        worst_row_relative_difference,
-    };
+    use crate::phi::{dpfp, elu_plus_one, map_rows};
     use crate::random::{randn, seeded};
     use approx::assert_relative_eq;
 
@@ -344,9 +343,11 @@ mod tests {
             let [q, k, v] = random(seed, 50, 6, 4);
             let o =
                 causal_linear_attention_product(&q, &k, &v, elu, 0.0).unwrap();
-            let den =
-                crate::normaliser::causal_denominators(&elu(&q), &elu(&k))
-                    .unwrap();
+            let den = crate::m3::feature_map::normaliser::causal_denominators(
+                &elu(&q),
+                &elu(&k),
+            )
+            .unwrap();
             let numerator = fast_weight_loop(&elu(&q), &elu(&k), &v).unwrap();
             let back = o * &den.insert_axis(Axis(1));
             assert_relative_eq!(back, numerator, max_relative = 1e-12);

@@ -9,23 +9,16 @@
 //! The backward pass is written out for every feature map and both update
 //! rules; the tests check each against central finite differences.
 
-use crate::delta::{delta_rule_step, sum_normalise};
-use crate::feature_maps::{dpfp, elu_plus_one, favor_plus, favor_projection};
+use crate::paper::delta_rule::{delta_rule_step, sum_normalise};
+use crate::paper::retrieval::task::Episode;
+use crate::phi::{dpfp, elu_plus_one, favor_plus, favor_projection};
 use crate::random::randn;
-use crate::retrieval::task::Episode;
 use ndarray::{Array1, Array2, Axis, s};
 use rand::Rng;
 
-/// The feature map φ of a linear layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Phi {
-    /// elu(x) + 1, p = d.
-    EluPlusOne,
-    /// DPFP-ν, p = 2νd.
-    Dpfp(usize),
-    /// FAVOR+ with r random features, p = 2r; Ω is redrawn at every step.
-    Favor(usize),
-}
+/// The feature map φ of a linear layer: the book's one feature-map type.
+/// For FAVOR+, Ω is redrawn at every step.
+pub use crate::phi::FeatureMap as Phi;
 
 /// How a linear layer writes its memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -475,8 +468,8 @@ pub fn delta_read<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paper::retrieval::task::{Setting, episodes};
     use crate::random::seeded;
-    use crate::retrieval::task::{Setting, episodes};
 
     const LAYERS: [Layer; 11] = [
         Layer::Softmax,
@@ -563,7 +556,7 @@ mod tests {
         d: usize,
         len: usize,
     ) -> ReadCase {
-        use crate::feature_maps::map_rows;
+        use crate::phi::map_rows;
         let mut rng = seeded(seed);
         let k_rows = randn(&mut rng, len, d);
         let q = randn(&mut rng, 1, d).row(0).to_owned();
@@ -588,7 +581,7 @@ mod tests {
 
     #[test]
     fn sum_rule_read_is_causal_linear_attention_at_the_query() {
-        use crate::fast_weights::linear_attention_recurrent;
+        use crate::m3::fast_weight_memory::linear_attention_recurrent;
         for seed in 0..5 {
             for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
                 let (n, d, len) = (5, 4, 7);
@@ -614,7 +607,7 @@ mod tests {
 
     #[test]
     fn delta_rule_read_is_the_delta_layer_at_the_query() {
-        use crate::delta::delta_rule_recurrent;
+        use crate::paper::delta_rule::delta_rule_recurrent;
         for seed in 0..5 {
             for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
                 let (n, d, len) = (5, 4, 9);

@@ -3,10 +3,12 @@
 //!
 //! Shapes: X: (N, d_model), one token per row; Q, K: (N, d); V: (N, m).
 
+use crate::causal::mask_future;
 use crate::input::{InputError, check_qkv, nonempty_finite, same_cols};
+use crate::linalg::norm;
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use rand::Rng;
 use std::fmt;
 
@@ -106,11 +108,7 @@ pub fn softmax_attention(
     let d = q.ncols() as f64;
     let mut scores = q.dot(&k.t()) / d.sqrt();
     if mask == Mask::Causal {
-        for ((t, j), s) in scores.indexed_iter_mut() {
-            if j > t {
-                *s = f64::NEG_INFINITY; // the future gets weight 0
-            }
-        }
+        mask_future(&mut scores, f64::NEG_INFINITY); // the future gets 0
     }
     let weights = softmax_rows(&scores);
     let output = weights.dot(v);
@@ -170,11 +168,6 @@ pub fn unit_rows(a: &ArrayRef2<f64>) -> Array2<f64> {
     out
 }
 // ANCHOR_END: unit_rows
-
-/// Euclidean length of a vector.
-pub fn norm(x: &ArrayRef1<f64>) -> f64 {
-    x.dot(x).sqrt()
-}
 
 // ANCHOR: walkthrough
 /// The chapter's running example: N = 12 tokens of width 16, projected to

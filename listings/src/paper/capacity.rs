@@ -7,40 +7,14 @@
 //! Shapes: keys: (n, d), one association per row; values: (n, m); the
 //! memory S = Σ_i v_i k_iᵀ is (m, d).
 
-use crate::attention::{norm, unit_rows};
 use crate::input::{InputError, check_qkv};
-use crate::kernel::sequence_memory;
-use crate::random::{randn, seeded, standard_normal};
+use crate::linalg::{orthonormal_keys, relative_errors};
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::sequence_memory;
+use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2, s};
 use rand::Rng;
 use std::fmt;
-
-// ANCHOR: orthonormal_keys
-/// n orthonormal keys in ℝ^d as the rows of K: (n, d), so K Kᵀ = I: random
-/// Gaussian vectors made orthogonal one by one (Gram–Schmidt). Only d
-/// orthonormal vectors fit in ℝ^d, so n ≤ d.
-pub fn orthonormal_keys(rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
-    assert!(
-        n <= d,
-        "only d = {d} orthonormal keys fit in ℝ^{d}, not {n}"
-    );
-    let mut keys = Array2::zeros((n, d));
-    let mut found = 0;
-    while found < n {
-        let mut k = Array1::from_shape_simple_fn(d, || standard_normal(rng));
-        for b in keys.slice(s![..found, ..]).rows() {
-            let along = k.dot(&b);
-            k.scaled_add(-along, &b); // remove the part along each key so far
-        }
-        let len = norm(&k);
-        if len > 1e-8 {
-            keys.row_mut(found).assign(&(k / len));
-            found += 1;
-        }
-    }
-    keys
-}
-// ANCHOR_END: orthonormal_keys
 
 // ANCHOR: sum_rule_recall
 /// Store every association with the sum rule, S = Σ_i v_i k_iᵀ, read each
@@ -56,16 +30,6 @@ pub fn sum_rule_recall(
     Ok(relative_errors(&reads, values))
 }
 // ANCHOR_END: sum_rule_recall
-
-/// ‖a_i − b_i‖ / ‖b_i‖ for each row i.
-pub fn relative_errors(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> Array1<f64> {
-    assert_eq!(a.dim(), b.dim(), "compare reads and values of one shape");
-    a.rows()
-        .into_iter()
-        .zip(b.rows())
-        .map(|(a, b)| norm(&(&a - &b)) / norm(&b))
-        .collect()
-}
 
 // ANCHOR: crosstalk
 /// What the read of key i picks up besides v_i:
@@ -260,6 +224,7 @@ impl fmt::Display for CrosstalkTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linalg::norm;
     use approx::assert_relative_eq;
 
     #[test]

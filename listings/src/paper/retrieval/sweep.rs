@@ -5,9 +5,9 @@
 //! and writes `listings/data/retrieval.tsv`; the book reads that committed
 //! file while it builds, so building the book never retrains.
 
-use crate::retrieval::model::{Layer, Phi, Rule, Shape};
-use crate::retrieval::task::Setting;
-use crate::retrieval::train::{Budget, Outcome, Run, Stop, train};
+use crate::paper::retrieval::model::{Layer, Phi, Rule, Shape};
+use crate::paper::retrieval::task::Setting;
+use crate::paper::retrieval::train::{Budget, Outcome, Run, Stop, train};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -239,7 +239,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
 }
 
 /// The committed results of `cargo xtask retrieval`.
-pub const COMMITTED: &str = include_str!("../../data/retrieval.tsv");
+pub const COMMITTED: &str = include_str!("../../../data/retrieval.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {
@@ -329,7 +329,7 @@ impl std::fmt::Display for Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::train::Outcome;
+    use crate::paper::retrieval::train::Outcome;
 
     fn data() -> Vec<Record> {
         committed().1

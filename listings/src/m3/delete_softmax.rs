@@ -6,10 +6,11 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); feature-mapped queries and
 //! keys φ(Q), φ(K): (N, p). The memory S is (m, p), values by features.
 
-use crate::attention::{Attention, Mask, norm, softmax_rows};
-use crate::cost::group_digits;
-use crate::feature_maps::elu_plus_one;
 use crate::input::{InputError, check_qkv};
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::attention::{Attention, Mask, softmax_rows};
+use crate::m3::cost::group_digits;
+use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use std::fmt;
@@ -103,20 +104,6 @@ pub fn linear_attention_memory_first(
     Ok(numerator / denominator)
 }
 // ANCHOR_END: linear_attention_memory_first
-
-/// max_t ‖a_t − b_t‖ / ‖b_t‖ over the rows: how far apart two forms of the
-/// same outputs are, relative to the size of each output.
-pub fn worst_row_relative_difference(
-    a: &ArrayRef2<f64>,
-    b: &ArrayRef2<f64>,
-) -> f64 {
-    assert_eq!(a.dim(), b.dim(), "compare outputs of one shape");
-    a.rows()
-        .into_iter()
-        .zip(b.rows())
-        .map(|(a, b)| norm(&(&a - &b)) / norm(&b))
-        .fold(0.0, f64::max)
-}
 
 /// One row of the groupings study: at length N, the size of what each
 /// grouping builds and how far apart their outputs are.
@@ -601,7 +588,7 @@ impl fmt::Display for TaylorStudy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::softmax_attention;
+    use crate::m3::attention::softmax_attention;
     use approx::assert_relative_eq;
     use ndarray::array;
 

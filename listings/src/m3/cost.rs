@@ -6,8 +6,8 @@
 //! Shapes: q_t, k_t: (d), v_t: (m); the cache after t tokens holds
 //! keys: (t, d) and values: (t, m).
 
-use crate::attention::softmax_rows;
 use crate::input::{InputError, check_qkv, same_cols};
+use crate::m3::attention::softmax_rows;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayView2, Axis};
 use std::fmt;
 
@@ -250,9 +250,9 @@ pub fn bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::{Mask, softmax_attention};
-    use crate::fast_weights::linear_attention_recurrent;
-    use crate::feature_maps::elu_plus_one;
+    use crate::m3::attention::{Mask, softmax_attention};
+    use crate::m3::fast_weight_memory::linear_attention_recurrent;
+    use crate::phi::elu_plus_one;
     use crate::random::{randn, seeded};
     use approx::assert_relative_eq;
 

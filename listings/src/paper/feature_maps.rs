@@ -1,8 +1,8 @@
 //! Chapter "Feature maps: elu+1, FAVOR+, DPFP": what each map costs and
 //! gives, measured. The maps themselves live in `feature_maps`.
 
-use crate::capacity_sweep::FeatureMap;
-use crate::feature_maps::{favor_plus, favor_projection};
+use crate::phi::FeatureMap;
+use crate::phi::{favor_plus, favor_projection};
 use crate::random::{randn, seeded};
 use ndarray::Array1;
 use std::fmt;
