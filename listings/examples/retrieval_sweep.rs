@@ -2,7 +2,7 @@
 //! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
 //! builds it in release mode; it uses every core and shows its progress.
 
-use listings::m3::schedules::Machine;
+use listings::measure::Machine;
 use listings::paper::retrieval::sweep::{
     Record, budget_line, plan, run_all, to_tsv,
 };

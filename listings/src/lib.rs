@@ -18,6 +18,9 @@ pub use rand_chacha;
 
 // The chapters, in the order of the book.
 pub mod appendix;
+
+// The fast f32 forms that Appendix E shows and times.
+pub mod fast;
 pub mod m3;
 pub mod paper;
 
@@ -25,6 +28,7 @@ pub mod paper;
 pub mod causal;
 pub mod input;
 pub mod linalg;
+pub mod measure;
 pub mod phi;
 pub mod random;
 pub mod summary;

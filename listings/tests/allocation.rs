@@ -8,7 +8,7 @@
 //! each test takes `SERIAL` first, so no other thread's allocations land
 //! in a count.
 
-use listings::appendix::speed::{
+use listings::fast::{
     linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
     random_inputs, to_f32,
 };
