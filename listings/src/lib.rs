@@ -33,5 +33,7 @@ pub mod phi;
 pub mod random;
 pub mod summary;
 
-// What the build runs: every printed result, by name.
+// What the build runs: every printed result, by name, and the studies
+// shown more than once, run once per process.
 pub mod outputs;
+pub mod studies;

@@ -114,13 +114,14 @@ pub const ALL: &[Output] = &[
         name: "favor-spread",
         run: || {
             use crate::paper::feature_maps::*;
-            SpreadTable(chapter_favor_spread()).to_string()
+            SpreadTable(crate::studies::chapter_favor_spread().clone())
+                .to_string()
         },
     },
     Output {
         name: "capacity-sweep",
         run: || {
-            let curves = crate::paper::capacity_sweep::capacity_sweep();
+            let curves = crate::studies::capacity_sweep().clone();
             crate::paper::capacity_sweep::CapacityTable(curves).to_string()
         },
     },
@@ -180,11 +181,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "kernel-rank",
-        run: || chapter_rank_study().to_string(),
+        run: || crate::studies::chapter_rank_study().to_string(),
     },
     Output {
         name: "kernel-taylor",
-        run: || kernel::taylor_study(0..=12, 4, 64, 24, 0).to_string(),
+        run: || crate::studies::chapter_taylor_study().to_string(),
     },
     Output {
         name: "fast-weights-walkthrough",
@@ -222,15 +223,15 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "schedules-timing",
-        run: || crate::m3::schedules::measured_timing().to_string(),
+        run: || crate::studies::measured_timing().to_string(),
     },
     Output {
         name: "speed-accuracy",
-        run: || crate::appendix::speed::speed_accuracy().to_string(),
+        run: || crate::studies::speed_accuracy().to_string(),
     },
     Output {
         name: "speed-chunk-size",
-        run: || crate::appendix::speed::measured_chunk_sizes().to_string(),
+        run: || crate::studies::measured_chunk_sizes().to_string(),
     },
     Output {
         name: "speed-delta-arithmetic",
@@ -255,7 +256,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "feature-map-capacity",
-        run: || crate::m3::feature_map::recall::chapter_sweep().to_string(),
+        run: || crate::studies::chapter_sweep().to_string(),
     },
     Output {
         name: "walkthrough-agreement",
@@ -269,17 +270,6 @@ pub const ALL: &[Output] = &[
 /// Sequence lengths of the cost tables of "Why attention is expensive".
 pub const COST_LENGTHS: [u64; 5] =
     [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18];
-
-/// Sequence lengths of the rank study of "Delete the softmax".
-pub const RANK_LENGTHS: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
-
-/// The rank study of "Delete the softmax" (shown as a table and a figure):
-/// points in d = 4, a hot temperature of 16√d, computed once per process.
-pub fn chapter_rank_study() -> &'static kernel::RankStudy {
-    static STUDY: std::sync::OnceLock<kernel::RankStudy> =
-        std::sync::OnceLock::new();
-    STUDY.get_or_init(|| kernel::rank_study(&RANK_LENGTHS, 4, 16.0, 0))
-}
 
 /// The output named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Output> {

@@ -101,7 +101,8 @@ fn chapter_of<'a>(m: &str, order: &'a [String]) -> Option<(usize, &'a str)> {
 }
 
 /// Modules that gather the chapters rather than belong to one.
-const GATHERERS: [&str; 5] = ["lib", "outputs", "m3", "paper", "appendix"];
+const GATHERERS: [&str; 6] =
+    ["lib", "outputs", "studies", "m3", "paper", "appendix"];
 
 fn later_chapter_uses(
     summary: &str,

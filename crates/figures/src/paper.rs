@@ -6,8 +6,9 @@
 use crate::lines::{PALETTE, legend, power_label};
 use crate::style::{themeable, viridis};
 use listings::paper::capacity::crosstalk_study;
-use listings::paper::capacity_sweep::{MapCurves, NS, PASSES, capacity_sweep};
+use listings::paper::capacity_sweep::{MapCurves, NS, PASSES};
 use listings::phi::FeatureMap;
+use listings::studies::capacity_sweep;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -172,7 +173,7 @@ pub fn capacity_crosstalk() -> String {
 /// FAVOR+'s relative spread against r, log-log: measured with independent
 /// and with orthogonal random features, and the exact value for the first.
 pub fn favor_spread_figure() -> String {
-    let rows = listings::paper::feature_maps::chapter_favor_spread();
+    let rows = listings::studies::chapter_favor_spread();
     let pick =
         |f: &dyn Fn(&listings::paper::feature_maps::SpreadRow) -> f64| {
             rows.iter().map(|r| (r.r as f64, f(r))).collect()

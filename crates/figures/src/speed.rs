@@ -4,7 +4,7 @@
 
 use crate::lines::{Axes, Line, panel, panel_with_notes};
 use crate::style::themeable;
-use listings::appendix::speed::{measured_chunk_sizes, speed_accuracy};
+use listings::studies::{measured_chunk_sizes, speed_accuracy};
 use plotters::prelude::*;
 
 const OK: &str = "drawing into a string cannot fail";

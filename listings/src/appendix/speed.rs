@@ -13,7 +13,6 @@ use crate::measure::{Clock, Machine, time_once};
 use crate::summary::Spread;
 use ndarray::Array2;
 use std::fmt;
-use std::sync::OnceLock;
 
 /// A form the benchmark times, each one a function of this module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,11 +174,6 @@ pub fn accuracy_study(
     }
 }
 
-/// The appendix's accuracy study: d = m = 32, chunks of 64, two seeds.
-pub fn speed_accuracy() -> AccuracyStudy {
-    accuracy_study(&[256, 1024, 4096, 16384], 32, 64, 2)
-}
-
 impl fmt::Display for AccuracyStudy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -251,20 +245,6 @@ pub fn chunk_size_study(
             .collect(),
         recurrent: median(samples.last().expect("one for the recurrence")),
     }
-}
-
-/// The appendix's chunk-size study, measured once per process so that
-/// the figure and the table of one build show the same run.
-pub fn measured_chunk_sizes() -> &'static ChunkSizeStudy {
-    static STUDY: OnceLock<ChunkSizeStudy> = OnceLock::new();
-    STUDY.get_or_init(|| {
-        chunk_size_study(
-            4096,
-            32,
-            &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            3,
-        )
-    })
 }
 
 impl ChunkSizeStudy {
@@ -360,7 +340,7 @@ mod tests {
 
     #[test]
     fn chunkwise_f32_drifts_less_than_the_recurrent_f32_sum() {
-        let study = speed_accuracy();
+        let study = crate::studies::speed_accuracy();
         for row in &study.rows {
             assert!(row.chunkwise < row.recurrent, "{study}");
         }

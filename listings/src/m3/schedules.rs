@@ -25,7 +25,6 @@ use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
 use std::fmt;
-use std::sync::OnceLock;
 
 // ANCHOR: chunk_step
 /// One chunk of c tokens, given the memory S: (m, p) and z: (p) of every
@@ -449,13 +448,6 @@ pub fn timing_study(config: &TimingConfig) -> TimingStudy {
 
 fn median(xs: &[f64]) -> f64 {
     crate::summary::Spread::of(xs).median
-}
-
-/// The chapter's timing study, measured once per process: the figure and
-/// the printed table of one build show the same run.
-pub fn measured_timing() -> &'static TimingStudy {
-    static STUDY: OnceLock<TimingStudy> = OnceLock::new();
-    STUDY.get_or_init(|| timing_study(&TIMING))
 }
 
 impl TimingStudy {

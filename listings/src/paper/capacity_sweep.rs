@@ -97,15 +97,9 @@ pub struct MapCurves {
     pub delta_replayed: Vec<f64>,
 }
 
-/// Run the whole sweep: every map, every n, every seed.
+/// Run the whole sweep: every map, every n, every seed. The book runs it
+/// once per build, through `studies::capacity_sweep`.
 pub fn capacity_sweep() -> Vec<MapCurves> {
-    // The chapter shows it twice (a table and a figure): compute it once.
-    static SWEEP: std::sync::OnceLock<Vec<MapCurves>> =
-        std::sync::OnceLock::new();
-    SWEEP.get_or_init(compute_capacity_sweep).clone()
-}
-
-fn compute_capacity_sweep() -> Vec<MapCurves> {
     MAPS.iter()
         .map(|&map| {
             let mut c = MapCurves {
@@ -295,7 +289,7 @@ mod tests {
 
     #[test]
     fn mapped_keys_reach_full_rank_p_and_never_more() {
-        for c in capacity_sweep() {
+        for c in crate::studies::capacity_sweep() {
             for (&n, &rank) in NS.iter().zip(&c.rank) {
                 assert!(rank <= n.min(c.p) as f64, "{}", c.map.name());
             }
@@ -311,7 +305,7 @@ mod tests {
 
     #[test]
     fn the_replayed_delta_rule_holds_more_associations_with_wider_dpfp() {
-        let curves = capacity_sweep();
+        let curves = crate::studies::capacity_sweep();
         let by = |map| curves.iter().find(|c| c.map == map).unwrap();
         let held_by = |map| held(&by(map).delta_replayed);
         let [elu, d1, d2, d3] = [
@@ -324,7 +318,7 @@ mod tests {
         assert!(d1 < d2 && d2 < d3, "{d1} {d2} {d3}");
         assert!(elu < d3, "{elu} {d3}");
         // No rule holds more than the rank allows.
-        for c in &curves {
+        for c in curves {
             let cap = rank_capacity(&c.rank);
             for errors in [&c.sum, &c.delta_once, &c.delta_replayed] {
                 assert!(held(errors) <= cap, "{}", c.map.name());
@@ -334,7 +328,7 @@ mod tests {
 
     #[test]
     fn favor_plus_holds_fewer_associations_than_dpfp_of_the_same_p() {
-        let curves = capacity_sweep();
+        let curves = crate::studies::capacity_sweep();
         let by = |map| curves.iter().find(|c| c.map == map).unwrap();
         let (favor, dpfp) =
             (by(FeatureMap::Favor(16)), by(FeatureMap::Dpfp(2)));
@@ -348,7 +342,7 @@ mod tests {
 
     #[test]
     fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
-        for c in capacity_sweep() {
+        for c in crate::studies::capacity_sweep() {
             assert_eq!(held(&c.sum), 1, "{}", c.map.name());
             assert_eq!(held(&c.delta_once), 1, "{}", c.map.name());
         }
@@ -356,7 +350,7 @@ mod tests {
 
     #[test]
     fn replaying_the_delta_rule_lowers_its_error_up_to_p() {
-        for c in capacity_sweep() {
+        for c in crate::studies::capacity_sweep() {
             for (i, &n) in NS.iter().enumerate() {
                 if n <= c.p {
                     assert!(
@@ -445,7 +439,11 @@ mod tests {
 
     #[test]
     fn the_sweep_is_the_same_every_time() {
-        let a = CapacityTable(capacity_sweep()).to_string();
-        assert_eq!(a, CapacityTable(capacity_sweep()).to_string());
+        let a =
+            CapacityTable(crate::studies::capacity_sweep().clone()).to_string();
+        assert_eq!(
+            a,
+            CapacityTable(crate::studies::capacity_sweep().clone()).to_string()
+        );
     }
 }

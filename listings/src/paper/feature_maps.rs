@@ -63,19 +63,11 @@ fn std_dev(xs: &[f64]) -> f64 {
     (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
 }
 
-/// Widths of the keys, the numbers of random features and the draws of
-/// the spread study.
-/// The chapter's spread study (shown as a table and a figure), computed
-/// once per process.
-pub fn chapter_favor_spread() -> Vec<SpreadRow> {
-    static ROWS: std::sync::OnceLock<Vec<SpreadRow>> =
-        std::sync::OnceLock::new();
-    ROWS.get_or_init(|| favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS))
-        .clone()
-}
-
+/// Width of the keys of the chapter's spread study.
 pub const SPREAD_D: usize = 8;
+/// Numbers of random features r of the spread study.
 pub const SPREAD_RS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Draws of Ω per r in the spread study.
 pub const SPREAD_DRAWS: usize = 1000;
 
 /// The spread study as the chapter prints it.

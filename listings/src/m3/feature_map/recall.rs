@@ -393,14 +393,6 @@ pub const EXACT: f64 = 1e-6;
 pub const SWEEP_COUNTS: [usize; 14] =
     [2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
 
-/// The chapter's sweep: keys and values of width 8, queries 4 · key, ten
-/// seeds. Computed once per process: the figure and the table share it.
-pub fn chapter_sweep() -> &'static CapacitySweep {
-    static SWEEP: std::sync::OnceLock<CapacitySweep> =
-        std::sync::OnceLock::new();
-    SWEEP.get_or_init(|| capacity_sweep(&SWEEP_COUNTS, 8, 8, 4.0, 10))
-}
-
 impl fmt::Display for CapacitySweep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -587,7 +579,7 @@ mod tests {
 
     #[test]
     fn chapter_sweep_finds_the_edge_of_each_map_at_p() {
-        let sweep = chapter_sweep();
+        let sweep = crate::studies::chapter_sweep();
         for map in LINEAR_MAPS {
             assert_eq!(sweep.exact_up_to(map), map.p(8), "{map:?}");
         }
@@ -628,7 +620,7 @@ mod tests {
     fn the_sum_rule_blurs_its_reads_long_before_p_associations() {
         // Crosstalk: the best memory is exact at n = 4 for every map, and
         // the sum rule's reads are already far from the stored values.
-        let sweep = chapter_sweep();
+        let sweep = crate::studies::chapter_sweep();
         for map in LINEAR_MAPS {
             let best = sweep.curve(map, true)[1]; // n = 4
             assert_eq!(best.0, 4.0);
@@ -640,7 +632,7 @@ mod tests {
 
     #[test]
     fn sum_rule_errors_grow_with_the_number_of_associations() {
-        let sweep = chapter_sweep();
+        let sweep = crate::studies::chapter_sweep();
         for map in SWEEP_MAPS {
             let curve = sweep.curve(map, false);
             for pair in curve.windows(2) {
@@ -651,7 +643,7 @@ mod tests {
 
     #[test]
     fn softmax_reads_beat_every_sum_rule_read_and_dpfp_beats_elu_plus_one() {
-        let sweep = chapter_sweep();
+        let sweep = crate::studies::chapter_sweep();
         for row in &sweep.rows {
             let [soft, elu, dpfp1, dpfp2, dpfp3] = row.sum_rule[..] else {
                 panic!("five maps");
