@@ -32,6 +32,7 @@ pub mod measure;
 pub mod phi;
 pub mod random;
 pub mod summary;
+pub mod table;
 
 // What the build runs: every printed result, by name, and the studies
 // shown more than once, run once per process.

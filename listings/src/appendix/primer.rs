@@ -15,6 +15,7 @@ use crate::m3::delete_softmax::{RANK_TOL, entropy, numerical_rank};
 use crate::paper::capacity::sum_rule_recall;
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2, Axis, Zip, s};
 use rand::Rng;
 use std::fmt;
@@ -111,29 +112,24 @@ impl fmt::Display for OverlapTable {
             self.n * (self.n - 1) / 2,
             self.seeds
         )?;
-        write!(
-            f,
-            "{:>5}  {:>9}  {:>11}  {:>13}  {:>10}  {:>14}",
-            "d",
-            "1/sqrt(d)",
-            "RMS overlap",
-            "RMS x sqrt(d)",
-            "mean |.|",
-            "largest |.|"
-        )?;
+        let mut table = Table::new()
+            .right("d", 5)
+            .right("1/sqrt(d)", 9)
+            .right("RMS overlap", 11)
+            .right("RMS x sqrt(d)", 13)
+            .right("mean |.|", 10)
+            .right("largest |.|", 14);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>5}  {:>9.4}  {:>11.4}  {:>13.3}  {:>10.4}  {:>14.4}",
-                r.d,
-                1.0 / (r.d as f64).sqrt(),
-                r.rms,
-                r.rms_times_sqrt_d,
-                r.mean_abs,
-                r.largest
-            )?;
+            table.row([
+                r.d.to_string(),
+                format!("{:.4}", 1.0 / (r.d as f64).sqrt()),
+                format!("{:.4}", r.rms),
+                format!("{:.3}", r.rms_times_sqrt_d),
+                format!("{:.4}", r.mean_abs),
+                format!("{:.4}", r.largest),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

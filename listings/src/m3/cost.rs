@@ -8,6 +8,7 @@
 
 use crate::input::{InputError, check_qkv, same_cols};
 use crate::m3::attention::softmax_rows;
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayView2, Axis};
 use std::fmt;
 
@@ -162,25 +163,31 @@ impl fmt::Display for MemoryTable<'_> {
             "", "score matrix N x N", "KV cache N(d + m)", "fixed S and z"
         );
         writeln!(f, "{}", titles.trim_end())?;
-        write!(
-            f,
-            "{:>7}  {:>14} {:>9}  {:>10} {:>9}  {:>6} {:>9}",
-            "N", "floats", "bytes", "floats", "bytes", "floats", "bytes"
-        )?;
+        let mut table = Table::new()
+            .right("N", 7)
+            .right("floats", 14)
+            .gap(" ")
+            .right("bytes", 9)
+            .gap("  ")
+            .right("floats", 10)
+            .gap(" ")
+            .right("bytes", 9)
+            .gap("  ")
+            .right("floats", 6)
+            .gap(" ")
+            .right("bytes", 9);
         for r in rows {
-            write!(
-                f,
-                "\n{:>7}  {:>14} {:>9}  {:>10} {:>9}  {:>6} {:>9}",
-                group_digits(r.n),
-                group_digits(r.score_floats),
-                bytes(r.score_floats * b),
-                group_digits(r.cache_floats),
-                bytes(r.cache_floats * b),
-                group_digits(r.state_floats),
-                bytes(r.state_floats * b)
-            )?;
+            table.row([
+                group_digits(r.n).to_string(),
+                group_digits(r.score_floats).to_string(),
+                bytes(r.score_floats * b).to_string(),
+                group_digits(r.cache_floats).to_string(),
+                bytes(r.cache_floats * b).to_string(),
+                group_digits(r.state_floats).to_string(),
+                bytes(r.state_floats * b).to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -196,23 +203,22 @@ impl fmt::Display for DecodingTable<'_> {
             "", "softmax with a KV cache", "fixed S and z"
         );
         writeln!(f, "{}", titles.trim_end())?;
-        write!(
-            f,
-            "{:>7}  {:>10}  {:>18}  {:>7}  {:>15}",
-            "N", "token N", "tokens 1..N", "token N", "tokens 1..N"
-        )?;
+        let mut table = Table::new()
+            .right("N", 7)
+            .right("token N", 10)
+            .right("tokens 1..N", 18)
+            .right("token N", 7)
+            .right("tokens 1..N", 15);
         for r in &self.0.rows {
-            write!(
-                f,
-                "\n{:>7}  {:>10}  {:>18}  {:>7}  {:>15}",
-                group_digits(r.n),
-                group_digits(r.decode_flops),
-                group_digits(r.decode_flops_total),
-                group_digits(r.state_step_flops),
-                group_digits(r.state_flops_total)
-            )?;
+            table.row([
+                group_digits(r.n).to_string(),
+                group_digits(r.decode_flops).to_string(),
+                group_digits(r.decode_flops_total).to_string(),
+                group_digits(r.state_step_flops).to_string(),
+                group_digits(r.state_flops_total).to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

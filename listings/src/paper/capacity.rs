@@ -12,6 +12,7 @@ use crate::linalg::{orthonormal_keys, relative_errors};
 use crate::m3::attention::unit_rows;
 use crate::m3::delete_softmax::sequence_memory;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2, s};
 use rand::Rng;
 use std::fmt;
@@ -128,22 +129,20 @@ impl fmt::Display for BoundaryTable {
              (seed {}); one-hot values",
             self.d, self.seed
         )?;
-        write!(
-            f,
-            "{:>4}  {:>18}  {:>24}  {:>18}",
-            "n",
-            "worst recall error",
-            "total squared error",
-            "floor max(0, n-d)"
-        )?;
+        let mut table = Table::new()
+            .right("n", 4)
+            .right("worst recall error", 18)
+            .right("total squared error", 24)
+            .right("floor max(0, n-d)", 18);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>4}  {:>18.1e}  {:>24.3}  {:>18}",
-                r.n, r.worst_error, r.total_error, r.floor
-            )?;
+            table.row([
+                r.n.to_string(),
+                format!("{:.1e}", r.worst_error),
+                format!("{:.3}", r.total_error),
+                r.floor.to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -205,19 +204,20 @@ impl fmt::Display for CrosstalkTable {
             "d = m = {}, unit keys and values, seeds 0..{}; RMS recall error",
             self.d, self.seeds
         )?;
-        write!(
-            f,
-            "{:>5}  {:>12}  {:>16}  {:>22}",
-            "n", "random keys", "sqrt((n-1)/d)", "orthonormal while fit"
-        )?;
+        let mut table = Table::new()
+            .right("n", 5)
+            .right("random keys", 12)
+            .right("sqrt((n-1)/d)", 16)
+            .right("orthonormal while fit", 22);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>5}  {:>12.3}  {:>16.3}  {:>22.3}",
-                r.n, r.rms_error, r.predicted, r.rms_error_orthonormal
-            )?;
+            table.row([
+                r.n.to_string(),
+                format!("{:.3}", r.rms_error),
+                format!("{:.3}", r.predicted),
+                format!("{:.3}", r.rms_error_orthonormal),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

@@ -14,6 +14,7 @@ use crate::paper::capacity::sum_rule_recall;
 use crate::paper::delta_rule::delta_rule_step;
 use crate::phi::FeatureMap;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2};
 use rand::Rng;
 use std::fmt;
@@ -259,23 +260,23 @@ impl fmt::Display for Setting2Table {
             "2n writes, keys drawn with replacement from n; read every key \
              written; RMS error against its last value, seeds 0..{SEEDS}"
         )?;
-        write!(
-            f,
-            "{:<13} {:>4} {:>4} {:>10} {:>12}",
-            "feature map", "p", "n", "sum rule", "delta rule"
-        )?;
+        let mut table = Table::new()
+            .left("feature map", 13)
+            .gap(" ")
+            .right("p", 4)
+            .right("n", 4)
+            .right("sum rule", 10)
+            .right("delta rule", 12);
         for (map, n, sum, delta) in &self.0 {
-            write!(
-                f,
-                "\n{:<13} {:>4} {:>4} {:>10.3} {:>12.3}",
-                map.name(),
-                map.width(D),
-                n,
-                sum,
-                delta
-            )?;
+            table.row([
+                map.name().to_string(),
+                map.width(D).to_string(),
+                n.to_string(),
+                format!("{:.3}", sum),
+                format!("{:.3}", delta),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

@@ -15,6 +15,7 @@ use crate::input::{
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::phi::map_rows;
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 // ANCHOR: sum_normalise
@@ -245,29 +246,28 @@ impl std::fmt::Display for AppendixATable {
             f,
             "target at k2: (1 - beta) v2 + beta v3; distances |read - want|"
         )?;
-        write!(
-            f,
-            "{:>5}  {:>14} {:>14}  {:>14} {:>14}  {:>16}",
-            "beta",
-            "delta: k2",
-            "delta: k1",
-            "gated: k2",
-            "gated: k1",
-            "sum: k2 vs v2+v3"
-        )?;
+        let mut table = Table::new()
+            .right("beta", 5)
+            .right("delta: k2", 14)
+            .gap(" ")
+            .right("delta: k1", 14)
+            .gap("  ")
+            .right("gated: k2", 14)
+            .gap(" ")
+            .right("gated: k1", 14)
+            .gap("  ")
+            .right("sum: k2 vs v2+v3", 16);
         for r in &self.0 {
-            write!(
-                f,
-                "\n{:>5.2}  {:>14.1e} {:>14.1e}  {:>14.1e} {:>14.3}  {:>16.1e}",
-                r.beta,
-                r.delta_rewritten,
-                r.delta_unrelated,
-                r.gated_rewritten,
-                r.gated_unrelated,
-                r.sum_rewritten
-            )?;
+            table.row([
+                format!("{:.2}", r.beta),
+                format!("{:.1e}", r.delta_rewritten),
+                format!("{:.1e}", r.delta_unrelated),
+                format!("{:.1e}", r.gated_rewritten),
+                format!("{:.3}", r.gated_unrelated),
+                format!("{:.1e}", r.sum_rewritten),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -329,22 +329,22 @@ impl std::fmt::Display for ChunkTable {
             "phi = elu+1, d = m = 8, beta = sigma(w_beta . x), seeds 0..{}",
             self.seeds
         )?;
-        write!(
-            f,
-            "{:>6} {:>6} {:>8}  {:>30}",
-            "N", "C", "chunks", "chunkwise vs recurrent (rel.)"
-        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .gap(" ")
+            .right("C", 6)
+            .right("chunks", 8)
+            .gap("  ")
+            .right("chunkwise vs recurrent (rel.)", 30);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>6} {:>6} {:>8}  {:>30.1e}",
-                r.n,
-                r.chunk,
-                r.n.div_ceil(r.chunk),
-                r.difference
-            )?;
+            table.row([
+                r.n.to_string(),
+                r.chunk.to_string(),
+                r.n.div_ceil(r.chunk).to_string(),
+                format!("{:.1e}", r.difference),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

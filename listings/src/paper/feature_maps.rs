@@ -4,6 +4,7 @@
 use crate::phi::FeatureMap;
 use crate::phi::{favor_plus, favor_projection};
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::Array1;
 use std::fmt;
 
@@ -81,24 +82,25 @@ impl fmt::Display for SpreadTable {
              {SPREAD_DRAWS} draws of Omega per r"
         )?;
         writeln!(f, "spreads are standard deviations divided by exp(q.k)")?;
-        write!(
-            f,
-            "{:>5} {:>5} {:>13} {:>12} {:>12} {:>12}",
-            "r", "p", "mean / exact", "spread iid", "exact iid", "orthogonal"
-        )?;
+        let mut table = Table::new()
+            .right("r", 5)
+            .gap(" ")
+            .right("p", 5)
+            .right("mean / exact", 13)
+            .right("spread iid", 12)
+            .right("exact iid", 12)
+            .right("orthogonal", 12);
         for row in &self.0 {
-            write!(
-                f,
-                "\n{:>5} {:>5} {:>13.3} {:>12.3} {:>12.3} {:>12.3}",
-                row.r,
-                2 * row.r,
-                row.mean_iid,
-                row.iid,
-                row.exact_iid,
-                row.orthogonal
-            )?;
+            table.row([
+                row.r.to_string(),
+                (2 * row.r).to_string(),
+                format!("{:.3}", row.mean_iid),
+                format!("{:.3}", row.iid),
+                format!("{:.3}", row.exact_iid),
+                format!("{:.3}", row.orthogonal),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -169,29 +171,25 @@ impl fmt::Display for MapTable {
             "keys of width d = {}, {} random N(0, I) inputs",
             self.d, self.inputs
         )?;
-        write!(
-            f,
-            "{:<13} {:>5} {:>16} {:>17} {:>12} {:>14}",
-            "feature map",
-            "p",
-            "work per vector",
-            "smallest feature",
-            "zero share",
-            "deterministic"
-        )?;
+        let mut table = Table::new()
+            .left("feature map", 13)
+            .gap(" ")
+            .right("p", 5)
+            .right("work per vector", 16)
+            .right("smallest feature", 17)
+            .right("zero share", 12)
+            .right("deterministic", 14);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:<13} {:>5} {:>16} {:>17.1e} {:>12.2} {:>14}",
-                r.map.name(),
-                r.p,
-                r.work,
-                r.smallest,
-                r.zeros,
-                if r.deterministic { "yes" } else { "no" }
-            )?;
+            table.row([
+                r.map.name().to_string(),
+                r.p.to_string(),
+                r.work.to_string(),
+                format!("{:.1e}", r.smallest),
+                format!("{:.2}", r.zeros),
+                if r.deterministic { "yes" } else { "no" }.to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

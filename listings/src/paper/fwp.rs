@@ -16,6 +16,7 @@ use crate::m3::fast_weight_memory::{
 };
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array2, ArrayRef1, ArrayRef2};
 use std::fmt;
 
@@ -137,22 +138,20 @@ impl fmt::Display for EquivalenceTable {
             self.seeds
         )?;
         writeln!(f, "largest |row difference| / |row| over the seeds")?;
-        write!(
-            f,
-            "{:>6}  {:>24}  {:>26}  {:>22}",
-            "N",
-            "no softmax vs FWP loop",
-            "linearised vs normalised",
-            "sigma = tanh (smallest)"
-        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .right("no softmax vs FWP loop", 24)
+            .right("linearised vs normalised", 26)
+            .right("sigma = tanh (smallest)", 22);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>6}  {:>24.1e}  {:>26.1e}  {:>22.2}",
-                r.n, r.unnormalised, r.normalised, r.with_tanh
-            )?;
+            table.row([
+                r.n.to_string(),
+                format!("{:.1e}", r.unnormalised),
+                format!("{:.1e}", r.normalised),
+                format!("{:.2}", r.with_tanh),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

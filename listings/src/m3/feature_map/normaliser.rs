@@ -10,6 +10,7 @@ use crate::input::{InputError, nonempty_finite, same_cols, same_rows};
 use crate::m3::fast_weight_memory::linear_attention_recurrent;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2};
 use std::fmt;
 
@@ -151,29 +152,24 @@ impl fmt::Display for NormaliserStudy {
         )?;
         let reads = self.rows.first().map_or(0, |r| r.reads);
         writeln!(f, "{reads} causal reads per map")?;
-        write!(
-            f,
-            "{:>9}  {:>11}  {:>9}  {:>16}  {:>18}  {:>17}",
-            "phi",
-            "denom. < 0",
-            "denom. 0",
-            "non-finite reads",
-            "reads not averages",
-            "max |o| / max |v|"
-        )?;
+        let mut table = Table::new()
+            .right("phi", 9)
+            .right("denom. < 0", 11)
+            .right("denom. 0", 9)
+            .right("non-finite reads", 16)
+            .right("reads not averages", 18)
+            .right("max |o| / max |v|", 17);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>9}  {:>11}  {:>9}  {:>16}  {:>18}  {:>17.1}",
-                r.name,
-                r.negative,
-                r.zero,
-                r.non_finite,
-                r.outside,
-                r.largest_ratio
-            )?;
+            table.row([
+                r.name.to_string(),
+                r.negative.to_string(),
+                r.zero.to_string(),
+                r.non_finite.to_string(),
+                r.outside.to_string(),
+                format!("{:.1}", r.largest_ratio),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
