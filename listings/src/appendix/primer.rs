@@ -390,11 +390,11 @@ impl fmt::Display for RankTable {
             self.n, self.d, self.m, self.seeds
         )?;
         writeln!(f, "ranks: median (min-max) over the seeds")?;
-        write!(
-            f,
-            "{:<18}  {:>14}  {:>22}  {:>16}",
-            "keys", "numerical rank", "effective rank", "RMS recall error"
-        )?;
+        let mut table = Table::new()
+            .left("keys", 18)
+            .right("numerical rank", 14)
+            .right("effective rank", 22)
+            .right("RMS recall error", 16);
         for r in &self.rows {
             let (nr, er) = (r.numerical_rank, r.effective_rank);
             let rank = if nr.min == nr.max {
@@ -404,16 +404,14 @@ impl fmt::Display for RankTable {
             };
             let erank =
                 format!("{:.2} ({:.2}-{:.2})", er.median, er.min, er.max);
-            write!(
-                f,
-                "\n{:<18}  {:>14}  {:>22}  {:>16.3}",
-                r.keys.label(),
-                rank,
-                erank,
-                r.rms_error
-            )?;
+            table.row([
+                (r.keys.label()).to_string(),
+                rank.to_string(),
+                erank.to_string(),
+                format!("{:.3}", r.rms_error),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

@@ -12,6 +12,7 @@ use crate::m3::attention::{Attention, Mask, softmax_rows};
 use crate::m3::cost::group_digits;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use std::fmt;
 
@@ -161,21 +162,22 @@ impl fmt::Display for GroupingTable {
             f,
             "difference = largest |row of (a) - row of (b)| / |row of (b)|"
         )?;
-        write!(
-            f,
-            "{:>6}  {:>28}  {:>18}  {:>10}",
-            "N", "(a) scores first builds", "(b) memory first", "difference"
-        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .right("(a) scores first builds", 28)
+            .right("(b) memory first", 18)
+            .right("difference", 10);
         for r in &self.rows {
             let scores = format!("Phi_Q Phi_K^T {:?}", r.scores_shape);
             let memory = format!("S {:?}", r.memory_shape);
-            write!(
-                f,
-                "\n{:>6}  {:>28}  {:>18}  {:>10.1e}",
-                r.n, scores, memory, r.difference
-            )?;
+            table.row([
+                r.n.to_string(),
+                scores,
+                memory,
+                format!("{:.1e}", r.difference),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -422,23 +424,22 @@ impl fmt::Display for RankStudy {
             "N points with N(0, 1) entries in d = {d}, seed {}",
             self.seed
         )?;
-        write!(
-            f,
-            "{:>5}  {:>14}  {:>17}  {:>13}  {:>16}",
-            "N",
-            "exp, tau = √d",
-            format!("exp, tau = {}√d", self.hot_tau_over_sqrt_d),
-            format!("elu+1, p = {d}"),
-            format!("Taylor-2, p = {}", taylor_dimension(d, 2)),
-        )?;
+        let mut table = Table::new()
+            .right("N", 5)
+            .right("exp, tau = √d", 14)
+            .right(&format!("exp, tau = {}√d", self.hot_tau_over_sqrt_d), 17)
+            .right(&format!("elu+1, p = {d}"), 13)
+            .right(&format!("Taylor-2, p = {}", taylor_dimension(d, 2)), 16);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>5}  {:>14}  {:>17}  {:>13}  {:>16}",
-                r.n, r.softmax, r.softmax_hot, r.elu, r.taylor2
-            )?;
+            table.row([
+                r.n.to_string(),
+                r.softmax.to_string(),
+                r.softmax_hot.to_string(),
+                r.elu.to_string(),
+                r.taylor2.to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -561,27 +562,22 @@ impl fmt::Display for TaylorStudy {
              d = {1}, seed {2}",
             self.n_points, self.d, self.seed
         )?;
-        write!(
-            f,
-            "{:>6}  {:>12}  {:>13}  {:>9}  {:>18}",
-            "degree",
-            "median error",
-            "largest error",
-            format!("p, d = {}", self.d),
-            format!("p, d = {}", self.wide_d)
-        )?;
+        let mut table = Table::new()
+            .right("degree", 6)
+            .right("median error", 12)
+            .right("largest error", 13)
+            .right(&format!("p, d = {}", self.d), 9)
+            .right(&format!("p, d = {}", self.wide_d), 18);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>6}  {:>12.1e}  {:>13.1e}  {:>9}  {:>18}",
-                r.degree,
-                r.median_error,
-                r.max_error,
-                group_digits(r.dimension),
-                group_digits(r.wide_dimension)
-            )?;
+            table.row([
+                r.degree.to_string(),
+                format!("{:.1e}", r.median_error),
+                format!("{:.1e}", r.max_error),
+                (group_digits(r.dimension)).to_string(),
+                (group_digits(r.wide_dimension)).to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

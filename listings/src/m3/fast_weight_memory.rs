@@ -14,6 +14,7 @@ use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
 use std::fmt;
 
@@ -268,25 +269,22 @@ impl fmt::Display for AgreementTable {
              / |row|",
             self.seeds
         )?;
-        write!(
-            f,
-            "{:>6}  {:>22}  {:>32}",
-            "N", "recurrent vs parallel", "recurrent vs fast-weight loop / z"
-        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .right("recurrent vs parallel", 22)
+            .right("recurrent vs fast-weight loop / z", 32);
         for r in &self.rows {
             let exact = |x: f64| match x {
                 0.0 => "0 (bit for bit)".to_string(),
                 x => format!("{x:.1e}"),
             };
-            write!(
-                f,
-                "\n{:>6}  {:>22.1e}  {:>32}",
-                r.n,
-                r.recurrent_vs_parallel,
-                exact(r.recurrent_vs_loop)
-            )?;
+            table.row([
+                r.n.to_string(),
+                format!("{:.1e}", r.recurrent_vs_parallel),
+                (exact(r.recurrent_vs_loop)).to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

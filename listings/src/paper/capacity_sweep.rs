@@ -164,29 +164,25 @@ impl fmt::Display for CapacityTable {
             f,
             "held = largest n with RMS recall error <= {THRESHOLD} up to it"
         )?;
-        write!(
-            f,
-            "{:<13} {:>4} {:>12} {:>9} {:>11} {:>16}",
-            "feature map",
-            "p",
-            "full rank to",
-            "sum held",
-            "delta held",
-            format!("delta x{PASSES} held")
-        )?;
+        let mut table = Table::new()
+            .left("feature map", 13)
+            .gap(" ")
+            .right("p", 4)
+            .right("full rank to", 12)
+            .right("sum held", 9)
+            .right("delta held", 11)
+            .right(&format!("delta x{PASSES} held"), 16);
         for c in &self.0 {
-            write!(
-                f,
-                "\n{:<13} {:>4} {:>12} {:>9} {:>11} {:>16}",
-                c.map.name(),
-                c.p,
-                rank_capacity(&c.rank),
-                held(&c.sum),
-                held(&c.delta_once),
-                held(&c.delta_replayed)
-            )?;
+            table.row([
+                (c.map.name()).to_string(),
+                c.p.to_string(),
+                (rank_capacity(&c.rank)).to_string(),
+                (held(&c.sum)).to_string(),
+                (held(&c.delta_once)).to_string(),
+                (held(&c.delta_replayed)).to_string(),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
