@@ -11,6 +11,7 @@ use crate::linalg::worst_row_relative_difference;
 use crate::m3::fast_weight_memory::linear_attention_recurrent;
 use crate::measure::{Clock, Machine, time_once};
 use crate::summary::Spread;
+use crate::table::Table;
 use ndarray::Array2;
 use std::fmt;
 
@@ -103,10 +104,19 @@ impl fmt::Display for DeltaArithmetic {
             "operations per token, d = m = {}: recurrence {:.0}",
             self.d, self.recurrent
         )?;
-        writeln!(f, "{:>6}  {:>10}  {:>14}", "C", "chunkwise", "÷ recurrence")?;
+        let mut table = Table::new()
+            .right("C", 6)
+            .right("chunkwise", 10)
+            .right("÷ recurrence", 14);
         for &(c, ops) in &self.chunkwise {
-            writeln!(f, "{c:>6}  {ops:>10.0}  {:>14.2}", ops / self.recurrent)?;
+            let ratio = ops / self.recurrent;
+            table.row([
+                c.to_string(),
+                format!("{ops:.0}"),
+                format!("{ratio:.2}"),
+            ]);
         }
+        writeln!(f, "{table}")?;
         let least = self.chunkwise.iter().map(|x| x.1).fold(f64::MAX, f64::min);
         write!(
             f,
@@ -182,15 +192,18 @@ impl fmt::Display for AccuracyStudy {
              (d = m = {}, C = {}, worst of {} seeds)",
             self.d, self.chunk, self.seeds
         )?;
-        writeln!(f, "{:>7}  {:>11}  {:>11}", "N", "recurrent", "chunkwise")?;
+        let mut table = Table::new()
+            .right("N", 7)
+            .right("recurrent", 11)
+            .right("chunkwise", 11);
         for r in &self.rows {
-            writeln!(
-                f,
-                "{:>7}  {:>11.2e}  {:>11.2e}",
-                r.n, r.recurrent, r.chunkwise
-            )?;
+            table.row([
+                r.n.to_string(),
+                format!("{:.2e}", r.recurrent),
+                format!("{:.2e}", r.chunkwise),
+            ]);
         }
-        Ok(())
+        writeln!(f, "{table}")
     }
 }
 
@@ -272,10 +285,11 @@ impl ChunkSizeStudy {
 impl fmt::Display for ChunkSizeStudy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.provenance())?;
-        writeln!(f, "{:>6}  {:>8}", "C", "ms")?;
+        let mut table = Table::new().right("C", 6).right("ms", 8);
         for &(c, s) in &self.chunks {
-            writeln!(f, "{c:>6}  {:>8.3}", s * 1e3)?;
+            table.row([c.to_string(), format!("{:.3}", s * 1e3)]);
         }
+        writeln!(f, "{table}")?;
         writeln!(f, "recurrent: {:.3} ms", self.recurrent * 1e3)?;
         write!(
             f,

@@ -8,6 +8,7 @@ use crate::input::{InputError, check_qkv, nonempty_finite, same_cols};
 use crate::linalg::norm;
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use rand::Rng;
 use std::fmt;
@@ -382,30 +383,23 @@ pub struct ScaleTable(pub Vec<ScaleRow>);
 
 impl fmt::Display for ScaleTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{:>5} {:>12} {:>14} {:>16} {:>18}",
-            "d",
-            "var(q.k)",
-            "var(q.k/√d)",
-            "top weight q.k",
-            "top weight q.k/√d"
-        )?;
-        for (i, r) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(
-                f,
-                "{:>5} {:>12.1} {:>14.2} {:>16.2} {:>18.2}",
-                r.d,
-                r.variance_raw,
-                r.variance_scaled,
-                r.top_weight_raw,
-                r.top_weight_scaled
-            )?;
+        let mut table = Table::new()
+            .gap(" ")
+            .right("d", 5)
+            .right("var(q.k)", 12)
+            .right("var(q.k/√d)", 14)
+            .right("top weight q.k", 16)
+            .right("top weight q.k/√d", 18);
+        for r in &self.0 {
+            table.row([
+                r.d.to_string(),
+                format!("{:.1}", r.variance_raw),
+                format!("{:.2}", r.variance_scaled),
+                format!("{:.2}", r.top_weight_raw),
+                format!("{:.2}", r.top_weight_scaled),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

@@ -266,22 +266,20 @@ impl fmt::Display for TemperatureTable {
             "uniform weights: entropy / ln N = 1, top weight = 1/N = {:.3}",
             1.0 / n as f64
         )?;
-        write!(
-            f,
-            "{:>10}  {:>13}  {:>10}  {:>24}",
-            "tau/sqrt(d)",
-            "entropy/ln N",
-            "top weight",
-            "rank of exp(Q K^T / tau)"
-        )?;
+        let mut table = Table::new()
+            .right("tau/sqrt(d)", 10)
+            .right("entropy/ln N", 13)
+            .right("top weight", 10)
+            .right("rank of exp(Q K^T / tau)", 24);
         for r in &self.rows {
-            write!(
-                f,
-                "\n{:>10}  {:>13.4}  {:>10.3}  {:>19} of {n}",
-                r.tau_over_sqrt_d, r.entropy_ratio, r.top_weight, r.kernel_rank
-            )?;
+            table.row([
+                r.tau_over_sqrt_d.to_string(),
+                format!("{:.4}", r.entropy_ratio),
+                format!("{:.3}", r.top_weight),
+                format!("{:>19} of {n}", r.kernel_rank),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
