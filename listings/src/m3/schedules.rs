@@ -23,6 +23,7 @@ use crate::m3::fast_weight_memory::{
 use crate::measure::{Clock, Machine, time_once};
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
 use std::fmt;
 
@@ -132,17 +133,15 @@ impl fmt::Display for ChunkwiseTable {
              parallel forms",
             self.seeds
         )?;
-        write!(f, "{:>6}", "N")?;
+        let mut table = Table::new().right("N", 6);
         for c in &self.chunks {
-            write!(f, "  {:>9}", format!("C = {c}"))?;
+            table = table.right(&format!("C = {c}"), 9);
         }
         for (n, worst) in &self.rows {
-            write!(f, "\n{n:>6}")?;
-            for w in worst {
-                write!(f, "  {w:>9.1e}")?;
-            }
+            let cells = worst.iter().map(|w| format!("{w:.1e}"));
+            table.row(std::iter::once(n.to_string()).chain(cells));
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -172,15 +171,18 @@ pub fn state_jacobian(
 /// The two header lines of a table with one column per form: the
 /// non-causal and causal groups, then N (in a column `first` wide) and the
 /// forms' names.
-fn write_form_header(f: &mut fmt::Formatter<'_>, first: usize) -> fmt::Result {
+fn form_table(
+    f: &mut fmt::Formatter<'_>,
+    first: usize,
+) -> Result<Table, fmt::Error> {
     let titles =
         format!("{:>first$}  {:^26}  {:^40}", "", "non-causal", "causal");
     writeln!(f, "{}", titles.trim_end())?;
-    write!(f, "{:>first$}", "N")?;
+    let mut table = Table::new().right("N", first);
     for form in FORMS {
-        write!(f, "  {:>12}", form.name())?;
+        table = table.right(form.name(), 12);
     }
-    Ok(())
+    Ok(table)
 }
 
 /// A schedule of linear attention that the timing study measures.
@@ -305,14 +307,13 @@ impl fmt::Display for MemoryTable {
              {} bytes per float",
             self.p, self.m, self.chunk, self.bytes_per_float
         )?;
-        write_form_header(f, 9)?;
+        let mut table = form_table(f, 9)?;
         for r in &self.rows {
-            write!(f, "\n{:>9}", group_digits(r.n))?;
-            for floats in r.floats {
-                write!(f, "  {:>12}", bytes(floats * self.bytes_per_float))?;
-            }
+            let cells =
+                r.floats.iter().map(|&x| bytes(x * self.bytes_per_float));
+            table.row(std::iter::once(group_digits(r.n)).chain(cells));
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
@@ -473,13 +474,12 @@ impl fmt::Display for TimingStudy {
         )?;
         writeln!(f, "{}", self.provenance())?;
         writeln!(f, "milliseconds per call")?;
-        write_form_header(f, 7)?;
+        let mut table = form_table(f, 7)?;
         for r in &self.rows {
-            write!(f, "\n{:>7}", r.n)?;
-            for s in r.seconds {
-                write!(f, "  {:>12.3}", s * 1e3)?;
-            }
+            let cells = r.seconds.iter().map(|s| format!("{:.3}", s * 1e3));
+            table.row(std::iter::once(r.n.to_string()).chain(cells));
         }
+        write!(f, "{table}")?;
         let (first, last) = (
             self.rows.first().map_or(0, |r| r.n),
             self.rows.last().map_or(0, |r| r.n),

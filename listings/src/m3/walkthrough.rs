@@ -12,6 +12,7 @@ use crate::input::{InputError, check_qkv, same_cols};
 use crate::m3::delete_softmax::{Memory, sequence_memory};
 use crate::m3::fast_weight_memory::fast_weight_loop;
 use crate::m3::schedules::chunk_step;
+use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use std::fmt;
 
@@ -224,17 +225,15 @@ impl fmt::Display for WalkthroughTable {
         for (heading, what) in CHECKS {
             writeln!(f, "  {heading:<15} {what}")?;
         }
-        write!(f, "{:>6}", "N")?;
+        let mut table = Table::new().right("N", 6);
         for (heading, _) in CHECKS {
-            write!(f, "  {heading:>14}")?;
+            table = table.right(heading, 14);
         }
         for r in &self.rows {
-            write!(f, "\n{:>6}", r.n)?;
-            for d in r.differences {
-                write!(f, "  {d:>14.1e}")?;
-            }
+            let cells = r.differences.iter().map(|d| format!("{d:.1e}"));
+            table.row(std::iter::once(r.n.to_string()).chain(cells));
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 

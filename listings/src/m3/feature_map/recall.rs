@@ -15,6 +15,7 @@ use crate::m3::fast_weight_memory::causal_linear_attention;
 use crate::phi::{FeatureMap, elu_plus_one};
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
+use crate::table::Table;
 use ndarray::{Array2, ArrayRef2};
 use std::fmt;
 
@@ -403,38 +404,33 @@ impl fmt::Display for CapacitySweep {
             self.d, self.m, self.gain, self.seeds
         )?;
         let last = self.rows.last().map_or(0, |r| r.n);
-        write!(
+        writeln!(
             f,
             "{:>8}  {:>4}  {:>20}  {:>26}",
             "", "", "best m x p memory", "median error of the read"
         )?;
-        write!(
-            f,
-            "\n{:>8}  {:>4}  {:>20}  {:>8}  {:>8}  {:>8}",
-            "map",
-            "p",
-            "exact up to n =",
-            "n = 4",
-            "n = p",
-            format!("n = {last}")
-        )?;
+        let mut table = Table::new()
+            .right("map", 8)
+            .right("p", 4)
+            .right("exact up to n =", 20)
+            .right("n = 4", 8)
+            .right("n = p", 8)
+            .right(&format!("n = {last}"), 8);
         let cell =
             |e: Option<f64>| e.map_or("-".to_string(), |e| format!("{e:.3}"));
         for &map in &self.maps {
             let p = map.p(self.d);
-            write!(
-                f,
-                "\n{:>8}  {:>4}  {:>20}  {:>8}  {:>8}  {:>8}",
+            table.row([
                 map.name(),
                 p.map_or("-".to_string(), |p| p.to_string()),
                 self.exact_up_to(map)
                     .map_or("-".to_string(), |n| n.to_string()),
                 cell(self.sum_rule_at(map, 4)),
                 cell(p.and_then(|p| self.sum_rule_at(map, p))),
-                cell(self.sum_rule_at(map, last))
-            )?;
+                cell(self.sum_rule_at(map, last)),
+            ]);
         }
-        Ok(())
+        write!(f, "{table}")
     }
 }
 
