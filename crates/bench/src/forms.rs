@@ -29,7 +29,7 @@ pub fn max_n_squared(d: usize) -> usize {
 }
 pub const CHUNKS: [usize; 6] = [8, 16, 32, 64, 128, 256];
 
-/// The arithmetic of a form by its name in the table (`speed::arithmetic`).
+/// The arithmetic of a form by its name in the table (`appendix::speed::arithmetic`).
 pub fn flops(form: &str, n: usize, d: usize, chunk: usize) -> f64 {
     let timed = match form {
         "softmax (causal)" => Timed::Softmax,

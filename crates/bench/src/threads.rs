@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 /// One form timed by the wall clock on one thread and on every core, with
-/// its value columns split by `speed::across_value_columns`.
+/// its value columns split by `fast::across_value_columns`.
 pub struct Scaling {
     pub form: &'static str,
     pub threads: usize,

@@ -1,5 +1,5 @@
 //! Chapter "Feature maps: elu+1, FAVOR+, DPFP": what each map costs and
-//! gives, measured. The maps themselves live in `feature_maps`.
+//! gives, measured. The maps themselves live in `phi`, shared by every chapter.
 
 use crate::phi::FeatureMap;
 use crate::phi::{favor_plus, favor_projection};
