@@ -3,7 +3,7 @@
 // anchors; `mdbook test` compiles and runs the whole file.
 extern crate listings;
 
-use listings::attention::{
+use listings::m3::attention::{
     Mask, largest_future_weight, softmax_attention, walkthrough,
     worst_row_sum_error,
 };

@@ -4,10 +4,10 @@
 // file.
 extern crate listings;
 
-use listings::capacity::orthonormal_keys;
-use listings::delta::{delta_rule_step, gated_rule_step};
-use listings::fast_weights::fast_weight_write;
+use listings::linalg::orthonormal_keys;
+use listings::m3::fast_weight_memory::fast_weight_write;
 use listings::ndarray::{Array2, ArrayView1, array};
+use listings::paper::delta_rule::{delta_rule_step, gated_rule_step};
 use listings::random::seeded;
 
 fn main() {

@@ -4,13 +4,13 @@
 // `mdbook test` compiles and runs the whole file.
 extern crate listings;
 
-use listings::attention::walkthrough;
-use listings::fast_weights::{
+use listings::linalg::worst_row_relative_difference;
+use listings::m3::attention::walkthrough;
+use listings::m3::fast_weight_memory::{
     causal_linear_attention, linear_attention_parallel,
 };
-use listings::feature_maps::elu_plus_one;
-use listings::kernel::worst_row_relative_difference;
 use listings::ndarray::{ArrayRef2, s};
+use listings::phi::elu_plus_one;
 
 fn main() {
     // ANCHOR: fast_weights_tour

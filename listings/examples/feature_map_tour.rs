@@ -4,10 +4,10 @@
 // `mdbook test` compiles and runs the whole file.
 extern crate listings;
 
-use listings::fast_weights::linear_attention_recurrent;
-use listings::feature_maps::elu_plus_one;
+use listings::m3::fast_weight_memory::linear_attention_recurrent;
+use listings::m3::feature_map::normaliser::causal_denominators;
 use listings::ndarray::{Array2, ArrayRef2, array};
-use listings::normaliser::causal_denominators;
+use listings::phi::elu_plus_one;
 
 fn main() {
     // ANCHOR: feature_map_tour

@@ -2,8 +2,10 @@
 //! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
 //! builds it in release mode; it uses every core and shows its progress.
 
-use listings::retrieval::sweep::{Record, budget_line, plan, run_all, to_tsv};
-use listings::schedules::Machine;
+use listings::measure::Machine;
+use listings::paper::retrieval::sweep::{
+    Record, budget_line, plan, run_all, to_tsv,
+};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;

@@ -2,7 +2,11 @@
 //!
 //! Every code block the book shows is a `pub fn` in one of these modules,
 //! cut out by `// ANCHOR:` comments, with unit tests below it that check what
-//! the prose claims. The modules follow the chapters.
+//! the prose claims. The tree follows `src/SUMMARY.md`: [`m3`] holds Part I
+//! (one module per chapter, named like the chapter's file), [`paper`] Part
+//! II, [`appendix`] the appendices that compute, and [`fast`] the f32 forms
+//! Appendix E times. A chapter's module uses earlier chapters and the
+//! shared modules below, never a later chapter (`tests/chapter_order.rs`).
 //!
 //! Code blocks in the book reach ndarray, rand and approx through the
 //! re-exports below, so `mdbook test` needs only this one crate on its path.
@@ -12,24 +16,25 @@ pub use ndarray;
 pub use rand;
 pub use rand_chacha;
 
-pub mod attention;
-pub mod capacity;
-pub mod capacity_probe;
-pub mod capacity_sweep;
-pub mod cost;
-pub mod delta;
-pub mod fast_weights;
-pub mod feature_maps;
-pub mod feature_study;
-pub mod fwp;
+// The chapters, in the order of the book.
+pub mod appendix;
+
+// The fast f32 forms that Appendix E shows and times.
+pub mod fast;
+pub mod m3;
+pub mod paper;
+
+// Shared by every chapter.
+pub mod causal;
 pub mod input;
-pub mod kernel;
-pub mod normaliser;
-pub mod outputs;
-pub mod primer;
+pub mod linalg;
+pub mod measure;
+pub mod phi;
 pub mod random;
-pub mod retrieval;
-pub mod schedules;
-pub mod speed;
 pub mod summary;
-pub mod walkthrough;
+pub mod table;
+
+// What the build runs: every printed result, by name, and the studies
+// shown more than once, run once per process.
+pub mod outputs;
+pub mod studies;

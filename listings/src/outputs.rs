@@ -2,8 +2,10 @@
 //! entry named NAME while the book builds and shows what it prints, so no
 //! number in the book is typed by hand.
 
-use crate::attention;
-use crate::{cost, fast_weights, kernel};
+use crate::m3::attention;
+use crate::m3::{
+    cost, delete_softmax as kernel, fast_weight_memory as fast_weights,
+};
 
 /// A named experiment whose printout the book shows.
 pub struct Output {
@@ -16,16 +18,17 @@ pub const ALL: &[Output] = &[
     Output {
         name: "fwp-equivalence",
         run: || {
-            let rows = crate::fwp::equivalence_study(&[1, 12, 100, 300], 3);
-            crate::fwp::EquivalenceTable { seeds: 3, rows }.to_string()
+            let rows =
+                crate::paper::fwp::equivalence_study(&[1, 12, 100, 300], 3);
+            crate::paper::fwp::EquivalenceTable { seeds: 3, rows }.to_string()
         },
     },
     Output {
         name: "capacity-boundary",
         run: || {
             let ns = [1, 4, 7, 8, 9, 10, 12, 16];
-            let rows = crate::capacity::boundary_study(8, &ns, 0);
-            crate::capacity::BoundaryTable {
+            let rows = crate::paper::capacity::boundary_study(8, &ns, 0);
+            crate::paper::capacity::BoundaryTable {
                 d: 8,
                 seed: 0,
                 rows,
@@ -37,17 +40,18 @@ pub const ALL: &[Output] = &[
         name: "capacity-crosstalk",
         run: || {
             let ns = [1, 2, 4, 8, 16, 17, 24, 32, 64];
-            let rows = crate::capacity::crosstalk_study(16, &ns, 10);
+            let rows = crate::paper::capacity::crosstalk_study(16, &ns, 10);
             let (d, seeds) = (16, 10);
-            crate::capacity::CrosstalkTable { d, seeds, rows }.to_string()
+            crate::paper::capacity::CrosstalkTable { d, seeds, rows }
+                .to_string()
         },
     },
     Output {
         name: "primer-overlaps",
         run: || {
             let ds = [4, 16, 64, 256, 1024];
-            let rows = crate::primer::overlap_study(&ds, 32, 10);
-            crate::primer::OverlapTable {
+            let rows = crate::appendix::primer::overlap_study(&ds, 32, 10);
+            crate::appendix::primer::OverlapTable {
                 n: 32,
                 seeds: 10,
                 rows,
@@ -58,7 +62,9 @@ pub const ALL: &[Output] = &[
     Output {
         name: "primer-effective-rank",
         run: || {
-            use crate::primer::{PRIMER_SETS, RankTable, effective_rank_study};
+            use crate::appendix::primer::{
+                PRIMER_SETS, RankTable, effective_rank_study,
+            };
             let (n, d, m) = (16, 32, 16);
             let rows = effective_rank_study(&PRIMER_SETS, n, d, m, 0..10);
             RankTable {
@@ -74,22 +80,25 @@ pub const ALL: &[Output] = &[
     Output {
         name: "delta-appendix-a",
         run: || {
-            let rows = crate::delta::appendix_a_study(&[0.0, 0.3, 0.7, 1.0], 0);
-            crate::delta::AppendixATable(rows).to_string()
+            let rows = crate::paper::delta_rule::appendix_a_study(
+                &[0.0, 0.3, 0.7, 1.0],
+                0,
+            );
+            crate::paper::delta_rule::AppendixATable(rows).to_string()
         },
     },
     Output {
         name: "delta-chunkwise",
         run: || {
             let cases = [(1, 1), (7, 3), (64, 16), (100, 16), (257, 64)];
-            let rows = crate::delta::chunkwise_study(&cases, 3);
-            crate::delta::ChunkTable { seeds: 3, rows }.to_string()
+            let rows = crate::paper::delta_rule::chunkwise_study(&cases, 3);
+            crate::paper::delta_rule::ChunkTable { seeds: 3, rows }.to_string()
         },
     },
     Output {
         name: "feature-map-table",
         run: || {
-            use crate::feature_study::{
+            use crate::paper::feature_maps::{
                 MapTable, TABLE_MAPS, feature_map_table,
             };
             let rows = feature_map_table(&TABLE_MAPS, 64, 50);
@@ -104,22 +113,24 @@ pub const ALL: &[Output] = &[
     Output {
         name: "favor-spread",
         run: || {
-            use crate::feature_study::*;
-            SpreadTable(chapter_favor_spread()).to_string()
+            use crate::paper::feature_maps::*;
+            SpreadTable(crate::studies::chapter_favor_spread().clone())
+                .to_string()
         },
     },
     Output {
         name: "capacity-sweep",
         run: || {
-            let curves = crate::capacity_sweep::capacity_sweep();
-            crate::capacity_sweep::CapacityTable(curves).to_string()
+            let curves = crate::studies::capacity_sweep().clone();
+            crate::paper::capacity_sweep::CapacityTable(curves).to_string()
         },
     },
     Output {
         name: "capacity-setting2",
         run: || {
-            use crate::capacity_sweep::{SETTING2_NS, Setting2Table};
-            let rows = crate::capacity_sweep::setting2_study(&SETTING2_NS);
+            use crate::paper::capacity_sweep::{SETTING2_NS, Setting2Table};
+            let rows =
+                crate::paper::capacity_sweep::setting2_study(&SETTING2_NS);
             Setting2Table(rows).to_string()
         },
     },
@@ -170,11 +181,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "kernel-rank",
-        run: || chapter_rank_study().to_string(),
+        run: || crate::studies::chapter_rank_study().to_string(),
     },
     Output {
         name: "kernel-taylor",
-        run: || kernel::taylor_study(0..=12, 4, 64, 24, 0).to_string(),
+        run: || crate::studies::chapter_taylor_study().to_string(),
     },
     Output {
         name: "fast-weights-walkthrough",
@@ -190,59 +201,68 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "retrieval-summary",
-        run: || crate::retrieval::sweep::Summary::committed().to_string(),
+        run: || {
+            crate::paper::retrieval::sweep::Summary::committed().to_string()
+        },
     },
     Output {
         name: "schedules-chunkwise",
         run: || {
             let (lengths, chunks) = ([1, 12, 100, 1000], [1, 7, 64, 4096]);
-            crate::schedules::chunkwise_study(&lengths, &chunks, 3).to_string()
+            crate::m3::schedules::chunkwise_study(&lengths, &chunks, 3)
+                .to_string()
         },
     },
     Output {
         name: "schedules-memory",
         run: || {
             let lengths = [1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16];
-            crate::schedules::memory_table(&lengths, 32, 32, 64, 8).to_string()
+            crate::m3::schedules::memory_table(&lengths, 32, 32, 64, 8)
+                .to_string()
         },
     },
     Output {
         name: "schedules-timing",
-        run: || crate::schedules::measured_timing().to_string(),
+        run: || crate::studies::measured_timing().to_string(),
     },
     Output {
         name: "speed-accuracy",
-        run: || crate::speed::speed_accuracy().to_string(),
+        run: || crate::studies::speed_accuracy().to_string(),
     },
     Output {
         name: "speed-chunk-size",
-        run: || crate::speed::measured_chunk_sizes().to_string(),
+        run: || crate::studies::measured_chunk_sizes().to_string(),
     },
     Output {
         name: "speed-delta-arithmetic",
-        run: || crate::speed::delta_arithmetic().to_string(),
+        run: || crate::appendix::speed::delta_arithmetic().to_string(),
     },
     Output {
         name: "feature-map-normaliser",
-        run: || crate::normaliser::normaliser_study(200, 8, 10).to_string(),
+        run: || {
+            crate::m3::feature_map::normaliser::normaliser_study(200, 8, 10)
+                .to_string()
+        },
     },
     Output {
         name: "feature-map-recall",
         run: || {
             let widths = [16, 64];
-            crate::capacity_probe::recall_study(&widths, 40, 5, 4.0, 100)
-                .to_string()
+            crate::m3::feature_map::recall::recall_study(
+                &widths, 40, 5, 4.0, 100,
+            )
+            .to_string()
         },
     },
     Output {
         name: "feature-map-capacity",
-        run: || crate::capacity_probe::chapter_sweep().to_string(),
+        run: || crate::studies::chapter_sweep().to_string(),
     },
     Output {
         name: "walkthrough-agreement",
         run: || {
             let lengths = [1, 12, 100, 1000];
-            crate::walkthrough::walkthrough_study(&lengths, 3).to_string()
+            crate::m3::walkthrough::walkthrough_study(&lengths, 3).to_string()
         },
     },
 ];
@@ -250,17 +270,6 @@ pub const ALL: &[Output] = &[
 /// Sequence lengths of the cost tables of "Why attention is expensive".
 pub const COST_LENGTHS: [u64; 5] =
     [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18];
-
-/// Sequence lengths of the rank study of "Delete the softmax".
-pub const RANK_LENGTHS: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
-
-/// The rank study of "Delete the softmax" (shown as a table and a figure):
-/// points in d = 4, a hot temperature of 16√d, computed once per process.
-pub fn chapter_rank_study() -> &'static kernel::RankStudy {
-    static STUDY: std::sync::OnceLock<kernel::RankStudy> =
-        std::sync::OnceLock::new();
-    STUDY.get_or_init(|| kernel::rank_study(&RANK_LENGTHS, 4, 16.0, 0))
-}
 
 /// The output named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Output> {

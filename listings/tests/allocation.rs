@@ -8,12 +8,12 @@
 //! each test takes `SERIAL` first, so no other thread's allocations land
 //! in a count.
 
-use listings::fast_weights::{
-    linear_attention_parallel, linear_attention_recurrent,
-};
-use listings::speed::{
+use listings::fast::{
     linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
     random_inputs, to_f32,
+};
+use listings::m3::fast_weight_memory::{
+    linear_attention_parallel, linear_attention_recurrent,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

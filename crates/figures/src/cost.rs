@@ -1,9 +1,9 @@
 //! What softmax attention holds and computes as the sequence grows, next to
-//! the fixed-size state of linear attention: counts from `listings::cost`.
+//! the fixed-size state of linear attention: counts from `listings::m3::cost`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::cost::{
+use listings::m3::cost::{
     decode_flops, fixed_state_floats, fixed_state_step_flops, kv_cache_floats,
     score_matrix_floats,
 };

@@ -1,11 +1,12 @@
 //! The capacity figure of "The feature map φ": how well n stored
 //! associations are read back, by the sum rule that linear attention uses
 //! and by the best memory of the same size, for softmax and for each
-//! feature map of the sweep in `listings::capacity_probe`.
+//! feature map of the sweep in `listings::m3::feature_map::recall`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::capacity_probe::{Map, chapter_sweep};
+use listings::m3::feature_map::recall::Map;
+use listings::studies::chapter_sweep;
 use plotters::prelude::*;
 
 /// Two panels, one above the other, against the number n of stored

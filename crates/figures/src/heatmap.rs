@@ -1,7 +1,7 @@
 //! Heat maps of attention weights.
 
 use crate::style::{themeable, viridis};
-use listings::attention::{WALKTHROUGH_SEED, walkthrough};
+use listings::m3::attention::{WALKTHROUGH_SEED, walkthrough};
 use listings::ndarray::Array2;
 use plotters::prelude::*;
 

@@ -1,11 +1,11 @@
 //! The fast-weight memory of the running example as it is written, one
-//! outer product per token. Data from `listings::fast_weights::memory_trace`.
+//! outer product per token. Data from `listings::m3::fast_weight_memory::memory_trace`.
 
 use crate::style::themeable;
-use listings::attention::{WALKTHROUGH_SEED, walkthrough};
-use listings::fast_weights::memory_trace;
-use listings::feature_maps::elu_plus_one;
+use listings::m3::attention::{WALKTHROUGH_SEED, walkthrough};
+use listings::m3::fast_weight_memory::memory_trace;
 use listings::ndarray::Array2;
+use listings::phi::elu_plus_one;
 use plotters::prelude::*;
 
 /// The tokens after which the memory is drawn.

@@ -1,14 +1,14 @@
 //! Figures of Part II's analytic chapters: crosstalk in the sum rule, the
 //! spread of FAVOR+'s estimate, and capacity by feature map and update
-//! rule. Data from `listings::capacity`, `listings::feature_study` and
-//! `listings::capacity_sweep`.
+//! rule. Data from `listings::paper::capacity`, `listings::paper::feature_maps` and
+//! `listings::paper::capacity_sweep`.
 
 use crate::lines::{PALETTE, legend, power_label};
 use crate::style::{themeable, viridis};
-use listings::capacity::crosstalk_study;
-use listings::capacity_sweep::{
-    FeatureMap, MapCurves, NS, PASSES, capacity_sweep,
-};
+use listings::paper::capacity::crosstalk_study;
+use listings::paper::capacity_sweep::{MapCurves, NS, PASSES};
+use listings::phi::FeatureMap;
+use listings::studies::capacity_sweep;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -128,9 +128,10 @@ pub fn capacity_crosstalk() -> String {
     for (i, &d) in CROSSTALK_D.iter().enumerate() {
         let rows = crosstalk_study(d, &ns, 4);
         let colour = PALETTE[[0, 1][i]];
-        let line = |f: &dyn Fn(&listings::capacity::CrosstalkRow) -> f64| {
-            rows.iter().map(|r| (r.n as f64, f(r))).collect()
-        };
+        let line =
+            |f: &dyn Fn(&listings::paper::capacity::CrosstalkRow) -> f64| {
+                rows.iter().map(|r| (r.n as f64, f(r))).collect()
+            };
         series.push(Series {
             name: format!("random unit keys, d = {d}"),
             colour,
@@ -172,10 +173,11 @@ pub fn capacity_crosstalk() -> String {
 /// FAVOR+'s relative spread against r, log-log: measured with independent
 /// and with orthogonal random features, and the exact value for the first.
 pub fn favor_spread_figure() -> String {
-    let rows = listings::feature_study::chapter_favor_spread();
-    let pick = |f: &dyn Fn(&listings::feature_study::SpreadRow) -> f64| {
-        rows.iter().map(|r| (r.r as f64, f(r))).collect()
-    };
+    let rows = listings::studies::chapter_favor_spread();
+    let pick =
+        |f: &dyn Fn(&listings::paper::feature_maps::SpreadRow) -> f64| {
+            rows.iter().map(|r| (r.r as f64, f(r))).collect()
+        };
     let series = [
         Series {
             name: "independent Ω, measured".into(),
@@ -230,7 +232,7 @@ pub fn favor_spread_figure() -> String {
 /// Colour and marker of a feature map: the colour follows p on the viridis
 /// map, the marker tells maps of equal p apart.
 fn look(map: FeatureMap, max_p: usize) -> (RGBColor, usize) {
-    let p = map.width(listings::capacity_sweep::D);
+    let p = map.width(listings::paper::capacity_sweep::D);
     let colour = viridis(0.25 + 0.65 * p as f64 / max_p as f64);
     let marker = match map {
         FeatureMap::EluPlusOne => 0,

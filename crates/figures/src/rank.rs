@@ -1,15 +1,15 @@
 //! The rank of a kernel's Gram matrix as the number of points grows: the
 //! exponential kernel keeps gaining rank, a p-dimensional feature map stops
-//! at p. Data from `listings::kernel::rank_study`.
+//! at p. Data from `listings::m3::delete_softmax::rank_study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::kernel::taylor_dimension;
+use listings::m3::delete_softmax::taylor_dimension;
 use plotters::prelude::*;
 
 /// Numerical rank against N, log-log, one line per kernel.
 pub fn kernel_rank() -> String {
-    let study = listings::outputs::chapter_rank_study();
+    let study = listings::studies::chapter_rank_study();
     let line = |name: String, style, f: &dyn Fn(&_) -> usize| Line {
         name,
         style,

@@ -3,10 +3,10 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::retrieval::sweep::{
+use listings::paper::retrieval::sweep::{
     Summary, series, setting1_layers, setting2_layers,
 };
-use listings::retrieval::task::Setting;
+use listings::paper::retrieval::task::Setting;
 use plotters::prelude::*;
 
 /// Final (best) evaluation loss against the number of keys n, one line

@@ -4,7 +4,8 @@
 //! was measured.
 
 use crate::lines::{Axes, Line, panel_with_notes};
-use listings::schedules::{FORMS, measured_timing};
+use listings::m3::schedules::FORMS;
+use listings::studies::measured_timing;
 use plotters::prelude::*;
 
 /// Milliseconds per call against N on log-log axes, one line per form,

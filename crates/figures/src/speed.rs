@@ -4,7 +4,7 @@
 
 use crate::lines::{Axes, Line, panel, panel_with_notes};
 use crate::style::themeable;
-use listings::speed::{measured_chunk_sizes, speed_accuracy};
+use listings::studies::{measured_chunk_sizes, speed_accuracy};
 use plotters::prelude::*;
 
 const OK: &str = "drawing into a string cannot fail";
@@ -13,7 +13,7 @@ const OK: &str = "drawing into a string cannot fail";
 /// against the f64 recurrence, against N, on log-log axes.
 pub fn speed_accuracy_figure() -> String {
     let study = speed_accuracy();
-    let curve = |f: fn(&listings::speed::AccuracyRow) -> f64| {
+    let curve = |f: fn(&listings::appendix::speed::AccuracyRow) -> f64| {
         study.rows.iter().map(|r| (r.n as f64, f(r))).collect()
     };
     let lines = [

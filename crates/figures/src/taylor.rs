@@ -1,15 +1,15 @@
 //! How well truncated Taylor features reproduce exp(qᵀk), and how many
-//! features they need. Data from `listings::kernel::taylor_study`.
+//! features they need. Data from `listings::m3::delete_softmax::taylor_study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::kernel::taylor_study;
+use listings::studies::chapter_taylor_study;
 use plotters::prelude::*;
 
 /// Error against degree (top) and feature dimension against degree
 /// (bottom), both on a logarithmic y axis, for the output `kernel-taylor`.
 pub fn taylor_features() -> String {
-    let study = taylor_study(0..=12, 4, 64, 24, 0);
+    let study = chapter_taylor_study();
     let line = |name: String, style, f: &dyn Fn(&_) -> f64| Line {
         name,
         style,

@@ -88,7 +88,7 @@ fn retrieval() -> Result<(), Failure> {
 }
 
 fn bench() -> Result<(), Failure> {
-    release_example("benchmarking every schedule", "bench")
+    release_binary("benchmarking every schedule", "bench")
 }
 
 /// Run one of `listings`' examples in release mode, announcing `what`.
@@ -105,6 +105,16 @@ fn release_example(what: &str, example: &str) -> Result<(), Failure> {
             "--example",
             example,
         ],
+        &root(),
+    )
+}
+
+/// Run the binary crate `package` in release mode, announcing `what`.
+fn release_binary(what: &str, package: &str) -> Result<(), Failure> {
+    xtask::step(&format!("{what} (cargo run --release -p {package})"));
+    run(
+        "cargo",
+        &["run", "--release", "--quiet", "--package", package],
         &root(),
     )
 }

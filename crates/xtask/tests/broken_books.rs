@@ -98,7 +98,7 @@ fn tested_block(assertion: &str) -> String {
     format!(
         "# Chapter\n\n```rust,noplayground\n{{{{#include ../code.rs:shown}}}}\n```\n\n\
          ```rust\n# extern crate listings;\n\
-         let (_, read) = listings::attention::walkthrough(0);\n\
+         let (_, read) = listings::m3::attention::walkthrough(0);\n\
          # {assertion}\nprintln!(\"{{:?}}\", read.weights.dim());\n```\n"
     )
 }

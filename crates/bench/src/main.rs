@@ -1,0 +1,101 @@
+//! `cargo xtask bench`: time every schedule of the book at f32 on one
+//! thread, beside this machine's f32 matrix-multiply throughput (the
+//! ceiling), print a table and the targets' verdicts, and write the table
+//! as JSON to target/bench/. Built in release mode by xtask.
+//!
+//! Every form timed is a tested function of `listings::fast`: the fast
+//! forms, and f32 copies of the forms the book shows only in f64 (softmax
+//! attention, the parallel N × N form, the two non-causal groupings), so
+//! that every form is timed at one precision.
+//!
+//! One module per group of rows: `forms` (the schedules), `threads` (thread
+//! scaling); `targets` holds what the numbers must reach, one table.
+
+mod forms;
+mod json;
+mod targets;
+mod threads;
+mod timing;
+
+use forms::{choose_chunks, render_table, time_forms};
+use json::to_json;
+use listings::measure::Machine;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+use targets::targets;
+use threads::{render_scaling, thread_scaling};
+use timing::ceiling;
+
+/// The system allocator, counting calls: the bench reports how many
+/// allocations the recurrent form makes at each N.
+struct Counting;
+pub(crate) static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to `System` unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        CALLS.fetch_add(1, Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn main() {
+    let started = Instant::now();
+    let machine = Machine::now();
+    eprintln!(
+        "bench: f32, one thread, thread CPU time, {} ({})",
+        machine.cpu, machine.date
+    );
+    let ceiling_points = ceiling();
+    let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    eprintln!("matmul ceiling: {first:.1} GFLOP/s ({ceiling_points:?})");
+
+    let (chunk_for, chunk_times) = choose_chunks();
+    let (rows, allocations) = time_forms(&chunk_for, started);
+
+    let (d64, [chunk64, delta_chunk64]) = chunk_for[0];
+    assert_eq!(d64, 64, "the first width is the targets'");
+    let scaling = thread_scaling(chunk64, delta_chunk64, machine.cores);
+
+    // The ceiling again, after the run: a shared machine may have been
+    // busy the first time, and the ceiling is the best the machine did.
+    let mut ceiling_points = ceiling_points;
+    ceiling_points.extend(timing::ceiling());
+    let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
+    let table = render_table(&rows, ceiling);
+    println!("{table}");
+    let targets = targets(&rows, ceiling, &allocations);
+    println!("{targets}");
+    println!("{}", render_scaling(&scaling));
+    let json = to_json(
+        &machine,
+        ceiling,
+        &ceiling_points,
+        &chunk_times,
+        &rows,
+        &allocations,
+        &scaling,
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir).expect("target/bench can be made");
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for name in ["latest.json".to_string(), format!("bench-{seconds}.json")] {
+        std::fs::write(dir.join(&name), &json).expect("JSON written");
+    }
+    println!(
+        "wrote target/bench/latest.json and target/bench/bench-{seconds}.json \
+         in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,62 @@
+//! How the bench times a form: thread CPU time, a warm-up call, then the
+//! median of a few repetitions; and the machine's f32 matmul ceiling that
+//! every rate is compared with.
+
+use listings::fast::{random_inputs, to_f32};
+use listings::measure::thread_cpu_seconds;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Median, min and max seconds of a form, after one warm-up call.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub reps: usize,
+}
+
+/// CPU seconds this thread has run (CLOCK_THREAD_CPUTIME_ID): on a machine
+/// shared with other work, the time a form computed, not the time it
+/// waited for a core. Every form here runs on this one thread.
+pub fn cpu_seconds() -> f64 {
+    thread_cpu_seconds().expect("this system has a thread CPU clock")
+}
+
+/// Warm up once, then repeat at least 3 and at most 9 times, stopping
+/// after 3 once a second of samples is in.
+pub fn time(mut f: impl FnMut()) -> Timing {
+    f();
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while samples.len() < 9
+        && (samples.len() < 3 || started.elapsed() < Duration::from_secs(1))
+    {
+        let t = cpu_seconds();
+        f();
+        samples.push(cpu_seconds() - t);
+    }
+    samples.sort_by(f64::total_cmp);
+    Timing {
+        median: samples[samples.len() / 2],
+        min: samples[0],
+        max: samples[samples.len() - 1],
+        reps: samples.len(),
+    }
+}
+
+/// GFLOP/s of ndarray's `dot` on square f32 matrices of a few sizes. The
+/// bench measures it before and after the forms and keeps the best rate
+/// of both rounds as the ceiling.
+pub fn ceiling() -> Vec<(usize, f64)> {
+    [128, 256, 512, 1024]
+        .into_iter()
+        .map(|size| {
+            let a = to_f32(&random_inputs(9, size, size, size)[2]);
+            let t = time(|| {
+                black_box(a.dot(&a));
+            });
+            (size, 2.0 * (size as f64).powi(3) / t.median / 1e9)
+        })
+        .collect()
+}

@@ -1,0 +1,745 @@
+//! Appendix "Linear-algebra primer": the two facts the capacity chapters
+//! lean on. Orthonormal keys make an outer-product memory exact, only d of
+//! them fit in ℝ^d, and random unit keys are nearly but not quite
+//! orthogonal. The rank of a key set counts its directions; its effective
+//! rank (Roy & Vetterli 2007) weighs them by their singular values, and it
+//! is the effective rank that sets how much crosstalk the sum rule suffers.
+//!
+//! Shapes: keys: (n, d), one key per row, as in the capacity chapter.
+
+use crate::input::{InputError, nonempty_finite};
+use crate::linalg::norm;
+use crate::linalg::orthonormal_keys;
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::{RANK_TOL, entropy, numerical_rank};
+use crate::paper::capacity::sum_rule_recall;
+use crate::random::{randn, seeded};
+use crate::summary::Spread;
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef2, Axis, Zip, s};
+use rand::Rng;
+use std::fmt;
+use std::ops::Range;
+
+// ANCHOR: pairwise_overlaps
+/// The cosine k_iᵀk_j / (‖k_i‖ ‖k_j‖) of every pair i < j of keys, in the
+/// order (0, 1), (0, 2), …, (n−2, n−1). keys: (n, d), n ≥ 2, no zero row.
+pub fn pairwise_overlaps(
+    keys: &ArrayRef2<f64>,
+) -> Result<Array1<f64>, InputError> {
+    nonempty_finite("keys", keys)?;
+    let n = keys.nrows();
+    if n < 2 {
+        return Err(InputError::BadParameter {
+            name: "number of keys",
+            value: n,
+            rule: "an overlap needs two keys",
+        });
+    }
+    if let Some(i) = keys.rows().into_iter().position(|k| norm(&k) == 0.0) {
+        return Err(InputError::BadParameter {
+            name: "index of a zero key",
+            value: i,
+            rule: "a key of length zero has no direction",
+        });
+    }
+    let units = unit_rows(keys);
+    let cosines = units.dot(&units.t()); // (n, n), ones on the diagonal
+    let mut out = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            out.push(cosines[[i, j]]);
+        }
+    }
+    Ok(Array1::from(out))
+}
+// ANCHOR_END: pairwise_overlaps
+
+/// Root mean square of a set of numbers.
+fn rms(xs: &[f64]) -> f64 {
+    (xs.iter().map(|x| x * x).sum::<f64>() / xs.len() as f64).sqrt()
+}
+
+/// Overlaps of random unit keys in one width d.
+pub struct OverlapRow {
+    pub d: usize,
+    /// Root mean square of k_iᵀk_j over all pairs and seeds.
+    pub rms: f64,
+    /// The same times √d: near 1 if the RMS overlap is 1/√d.
+    pub rms_times_sqrt_d: f64,
+    /// Mean of |k_iᵀk_j|, which for large d tends to √(2/(π d)).
+    pub mean_abs: f64,
+    /// Largest |k_iᵀk_j| over all pairs and seeds.
+    pub largest: f64,
+}
+
+/// n random unit keys in ℝ^d (Gaussian directions), seeds 0..seeds: how
+/// far from orthogonal their pairs are, for each d in `ds`.
+pub fn overlap_study(ds: &[usize], n: usize, seeds: u64) -> Vec<OverlapRow> {
+    ds.iter()
+        .map(|&d| {
+            let mut all = vec![];
+            for seed in 0..seeds {
+                let keys = randn(&mut seeded(seed), n, d);
+                all.extend(pairwise_overlaps(&keys).expect("n ≥ 2 keys"));
+            }
+            let abs: Vec<f64> = all.iter().map(|x| x.abs()).collect();
+            let rms = rms(&all);
+            OverlapRow {
+                d,
+                rms,
+                rms_times_sqrt_d: rms * (d as f64).sqrt(),
+                mean_abs: abs.iter().sum::<f64>() / abs.len() as f64,
+                largest: abs.iter().fold(0.0, |a: f64, &x| a.max(x)),
+            }
+        })
+        .collect()
+}
+
+/// The overlap study as the appendix prints it.
+pub struct OverlapTable {
+    pub n: usize,
+    pub seeds: u64,
+    pub rows: Vec<OverlapRow>,
+}
+
+impl fmt::Display for OverlapTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} random unit keys, all {} pairs, seeds 0..{}",
+            self.n,
+            self.n * (self.n - 1) / 2,
+            self.seeds
+        )?;
+        let mut table = Table::new()
+            .right("d", 5)
+            .right("1/sqrt(d)", 9)
+            .right("RMS overlap", 11)
+            .right("RMS x sqrt(d)", 13)
+            .right("mean |.|", 10)
+            .right("largest |.|", 14);
+        for r in &self.rows {
+            table.row([
+                r.d.to_string(),
+                format!("{:.4}", 1.0 / (r.d as f64).sqrt()),
+                format!("{:.4}", r.rms),
+                format!("{:.3}", r.rms_times_sqrt_d),
+                format!("{:.4}", r.mean_abs),
+                format!("{:.4}", r.largest),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// Eigenvalues, largest first, and unit eigenvectors as the columns of
+/// `vectors`, in the same order: a = vectors · diag(values) · vectorsᵀ.
+pub struct Eigen {
+    pub values: Array1<f64>,
+    pub vectors: Array2<f64>,
+}
+
+/// Sweeps of [`jacobi_eigen`] before it gives up; it needs about ten.
+pub const JACOBI_MAX_SWEEPS: usize = 60;
+
+// ANCHOR: jacobi_eigen
+/// Eigen-decomposition of a symmetric a: (n, n) by Jacobi's method: rotate
+/// in one plane (p, q) at a time so that a_pq becomes 0, a ← Jᵀ a J, and
+/// collect the rotations in V, until every a_pq is at rounding level.
+pub fn jacobi_eigen(a: &ArrayRef2<f64>) -> Result<Eigen, InputError> {
+    check_symmetric(a)?;
+    let n = a.nrows();
+    let mut a = a.to_owned();
+    let mut v = Array2::<f64>::eye(n);
+    // Entries at rounding level of the whole matrix count as zero.
+    let tiny = f64::EPSILON * a.iter().map(|x| x * x).sum::<f64>().sqrt();
+    for _ in 0..JACOBI_MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                if a[[p, q]].abs() <= tiny {
+                    continue;
+                }
+                // The angle that zeroes a_pq: t = tan θ, the smaller root.
+                let theta = (a[[q, q]] - a[[p, p]]) / (2.0 * a[[p, q]]);
+                let t = theta.signum()
+                    / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                rotate(&mut a, &mut v, p, q, c, t * c);
+                (a[[p, q]], a[[q, p]]) = (0.0, 0.0); // zero by construction
+                rotated = true;
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| a[[j, j]].total_cmp(&a[[i, i]]));
+    Ok(Eigen {
+        values: order.iter().map(|&i| a[[i, i]]).collect(),
+        vectors: v.select(Axis(1), &order),
+    })
+}
+// ANCHOR_END: jacobi_eigen
+
+/// a ← Jᵀ a J and v ← v J for the rotation J that is the identity except
+/// J_pp = J_qq = c, J_pq = s, J_qp = −s.
+fn rotate(
+    a: &mut Array2<f64>,
+    v: &mut Array2<f64>,
+    p: usize,
+    q: usize,
+    c: f64,
+    s: f64,
+) {
+    let turn = |x: &mut f64, y: &mut f64| {
+        (*x, *y) = (c * *x - s * *y, s * *x + c * *y);
+    };
+    let (mut col_p, mut col_q) = a.multi_slice_mut((s![.., p], s![.., q]));
+    Zip::from(&mut col_p).and(&mut col_q).for_each(turn);
+    let (mut row_p, mut row_q) = a.multi_slice_mut((s![p, ..], s![q, ..]));
+    Zip::from(&mut row_p).and(&mut row_q).for_each(turn);
+    let (mut col_p, mut col_q) = v.multi_slice_mut((s![.., p], s![.., q]));
+    Zip::from(&mut col_p).and(&mut col_q).for_each(turn);
+}
+
+/// a is finite, non-empty, square and symmetric to rounding.
+fn check_symmetric(a: &ArrayRef2<f64>) -> Result<(), InputError> {
+    nonempty_finite("a", a)?;
+    let (rows, cols) = a.dim();
+    if rows != cols {
+        return Err(InputError::ShapeMismatch {
+            left: ("a", [rows, cols]),
+            right: ("aᵀ", [cols, rows]),
+            rule: "a symmetric matrix is square",
+        });
+    }
+    let largest = a.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
+    for i in 0..rows {
+        for j in i + 1..cols {
+            if (a[[i, j]] - a[[j, i]]).abs() > 1e-12 * largest {
+                return Err(InputError::BadParameter {
+                    name: "a row of a that differs from its column",
+                    value: i,
+                    rule: "Jacobi's method needs a symmetric matrix",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Eigenvalues of the Gram matrix at or below this times the largest are
+/// taken as zero: forming KᵀK squares the condition number, so singular
+/// values below about √ε of the largest are rounding, not signal.
+pub const GRAM_TOL: f64 = 1e-13;
+
+// ANCHOR: singular_values
+/// Singular values of keys: (n, d), largest first, min(n, d) of them: the
+/// square roots of the eigenvalues of the Gram matrix KᵀK: (d, d), or of
+/// K Kᵀ: (n, n) when that is smaller; the two share their nonzero ones.
+pub fn singular_values(
+    keys: &ArrayRef2<f64>,
+) -> Result<Array1<f64>, InputError> {
+    nonempty_finite("keys", keys)?;
+    let gram = if keys.ncols() <= keys.nrows() {
+        keys.t().dot(keys)
+    } else {
+        keys.dot(&keys.t())
+    };
+    let eigen = jacobi_eigen(&gram)?;
+    let largest = eigen.values[0];
+    let count = keys.nrows().min(keys.ncols());
+    Ok(eigen
+        .values
+        .iter()
+        .take(count)
+        .map(|&l| {
+            if l > GRAM_TOL * largest {
+                l.sqrt()
+            } else {
+                0.0
+            }
+        })
+        .collect())
+}
+// ANCHOR_END: singular_values
+
+// ANCHOR: effective_rank
+/// Effective rank exp(H(p)) of keys: (n, d), where p = σ / Σσ are the
+/// normalised singular values and H(p) = −Σ p_i ln p_i (Roy & Vetterli).
+pub fn effective_rank(keys: &ArrayRef2<f64>) -> Result<f64, InputError> {
+    let sigma = singular_values(keys)?;
+    let total = sigma.sum();
+    if total == 0.0 {
+        return Err(InputError::BadParameter {
+            name: "nonzero keys",
+            value: 0,
+            rule: "a set of zero keys has no effective rank",
+        });
+    }
+    Ok(entropy(&(sigma / total)).exp())
+}
+// ANCHOR_END: effective_rank
+
+// ANCHOR: correlated_keys
+/// n unit keys in ℝ^d that share one direction c: k_i ∝ √ρ c + √(1−ρ) g_i,
+/// with c and every g_i drawn from N(0, I). ρ = 0 gives independent random
+/// keys, ρ = 1 n copies of one key; in between, cosines near ρ.
+pub fn correlated_keys(
+    rng: &mut impl Rng,
+    n: usize,
+    d: usize,
+    rho: f64,
+) -> Array2<f64> {
+    assert!(
+        (0.0..=1.0).contains(&rho),
+        "rho must be in [0, 1], not {rho}"
+    );
+    let shared = randn(rng, 1, d);
+    let own = randn(rng, n, d);
+    unit_rows(&(&shared * rho.sqrt() + &own * (1.0 - rho).sqrt()))
+}
+// ANCHOR_END: correlated_keys
+
+/// One kind of key set in the effective-rank study.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KeySet {
+    /// n orthonormal keys (n ≤ d).
+    Orthonormal,
+    /// Unit keys sharing a direction with weight ρ (see `correlated_keys`).
+    Correlated(f64),
+}
+
+impl KeySet {
+    /// n keys of this kind in ℝ^d.
+    pub fn draw(self, rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
+        match self {
+            KeySet::Orthonormal => orthonormal_keys(rng, n, d),
+            KeySet::Correlated(rho) => correlated_keys(rng, n, d, rho),
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            KeySet::Orthonormal => "orthonormal".to_string(),
+            KeySet::Correlated(1.0) => "one key, n copies".to_string(),
+            KeySet::Correlated(rho) => format!("shared, rho = {rho}"),
+        }
+    }
+}
+
+/// One row of the effective-rank study.
+pub struct RankRow {
+    pub keys: KeySet,
+    /// Numerical rank (with the book's RANK_TOL), over the seeds.
+    pub numerical_rank: Spread,
+    /// Effective rank, over the seeds.
+    pub effective_rank: Spread,
+    /// Root mean square relative sum-rule recall error over all reads.
+    pub rms_error: f64,
+}
+
+/// n unit keys in ℝ^d of each kind, with n random unit values in ℝ^m,
+/// one draw per seed: their ranks and how well the sum rule recalls.
+pub fn effective_rank_study(
+    sets: &[KeySet],
+    n: usize,
+    d: usize,
+    m: usize,
+    seeds: Range<u64>,
+) -> Vec<RankRow> {
+    sets.iter()
+        .map(|&set| {
+            let (mut ranks, mut eranks, mut errors) = (vec![], vec![], vec![]);
+            for seed in seeds.clone() {
+                let mut rng = seeded(seed);
+                let keys = set.draw(&mut rng, n, d);
+                let values = unit_rows(&randn(&mut rng, n, m));
+                ranks.push(numerical_rank(&keys, RANK_TOL) as f64);
+                eranks.push(effective_rank(&keys).expect("unit keys"));
+                let e = sum_rule_recall(&keys, &values).expect("n keys");
+                errors.extend(e);
+            }
+            RankRow {
+                keys: set,
+                numerical_rank: Spread::of(&ranks),
+                effective_rank: Spread::of(&eranks),
+                rms_error: rms(&errors),
+            }
+        })
+        .collect()
+}
+
+/// The effective-rank study as the appendix prints it.
+pub struct RankTable {
+    pub n: usize,
+    pub d: usize,
+    pub m: usize,
+    pub seeds: Range<u64>,
+    pub rows: Vec<RankRow>,
+}
+
+impl fmt::Display for RankTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "n = {} unit keys in d = {}, unit values in m = {}, seeds {:?}",
+            self.n, self.d, self.m, self.seeds
+        )?;
+        writeln!(f, "ranks: median (min-max) over the seeds")?;
+        let mut table = Table::new()
+            .left("keys", 18)
+            .right("numerical rank", 14)
+            .right("effective rank", 22)
+            .right("RMS recall error", 16);
+        for r in &self.rows {
+            let (nr, er) = (r.numerical_rank, r.effective_rank);
+            let rank = if nr.min == nr.max {
+                format!("{}", nr.median)
+            } else {
+                format!("{} ({}-{})", nr.median, nr.min, nr.max)
+            };
+            let erank =
+                format!("{:.2} ({:.2}-{:.2})", er.median, er.min, er.max);
+            table.row([
+                (r.keys.label()).to_string(),
+                rank.to_string(),
+                erank.to_string(),
+                format!("{:.3}", r.rms_error),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// The key sets of the appendix's table, from orthonormal to one key.
+pub const PRIMER_SETS: [KeySet; 6] = [
+    KeySet::Orthonormal,
+    KeySet::Correlated(0.0),
+    KeySet::Correlated(0.25),
+    KeySet::Correlated(0.5),
+    KeySet::Correlated(0.9),
+    KeySet::Correlated(1.0),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paper::capacity::{crosstalk, one_hot_total_error};
+    use approx::assert_relative_eq;
+    use ndarray::{Array, array};
+
+    fn random_symmetric(seed: u64, n: usize) -> Array2<f64> {
+        let b = randn(&mut seeded(seed), n, n);
+        &b + &b.t()
+    }
+
+    #[test]
+    fn orthonormal_keys_make_every_cross_term_vanish() {
+        for seed in 0..10 {
+            for (n, d, m) in [(1, 1, 1), (3, 5, 2), (8, 8, 4), (20, 32, 7)] {
+                let mut rng = seeded(seed);
+                let keys = orthonormal_keys(&mut rng, n, d);
+                let values = randn(&mut rng, n, m);
+                for i in 0..n {
+                    let leak = crosstalk(&keys, &values, i);
+                    assert!(leak.iter().all(|x| x.abs() < 1e-12));
+                }
+                let errors = sum_rule_recall(&keys, &values).unwrap();
+                assert!(errors.iter().all(|&e| e < 1e-12), "seed {seed}");
+                let overlaps = pairwise_overlaps(&keys);
+                if n >= 2 {
+                    assert!(overlaps.unwrap().iter().all(|c| c.abs() < 1e-12));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_d_plus_one_vectors_in_d_dimensions_are_orthonormal() {
+        // d + 1 vectors in ℝ^d have rank ≤ d, so K Kᵀ ≠ I: at least one
+        // unit of ‖K Kᵀ − I‖²_F is missing, whatever the vectors.
+        for seed in 0..10 {
+            for d in [1, 2, 5, 16] {
+                let mut rng = seeded(seed);
+                let mut keys = randn(&mut rng, d + 1, d);
+                assert_eq!(numerical_rank(&keys, RANK_TOL), d);
+                assert!(one_hot_total_error(&unit_rows(&keys)) >= 1.0 - 1e-9);
+                // The best try: d orthonormal keys and one more unit key.
+                keys.slice_mut(s![..d, ..])
+                    .assign(&orthonormal_keys(&mut rng, d, d));
+                let keys = unit_rows(&keys);
+                assert_eq!(numerical_rank(&keys, RANK_TOL), d);
+                assert!(one_hot_total_error(&keys) >= 1.0 - 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn random_unit_keys_overlap_by_about_one_over_sqrt_d() {
+        let ds = [4, 16, 64, 256, 1024];
+        let rows = overlap_study(&ds, 32, 10);
+        for r in &rows {
+            let ratio = r.rms_times_sqrt_d;
+            assert!((0.9..1.1).contains(&ratio), "d {}: {ratio}", r.d);
+        }
+        for pair in rows.windows(2) {
+            assert!(pair[1].rms < pair[0].rms);
+            assert!(pair[1].largest < pair[0].largest);
+        }
+        // The worst of many pairs sits well above the typical one.
+        for r in &rows[1..] {
+            assert!(r.largest > 2.5 * r.rms, "d {}", r.d);
+        }
+        // Seed by seed too, at several numbers of keys.
+        for seed in 0..10 {
+            for (n, d) in [(24, 8), (32, 100), (20, 500)] {
+                let keys = randn(&mut seeded(seed), n, d);
+                let o = pairwise_overlaps(&keys).unwrap().to_vec();
+                let ratio = rms(&o) * (d as f64).sqrt();
+                assert!((0.8..1.2).contains(&ratio), "seed {seed} d {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_overlaps_still_add_up_to_crosstalk_past_d_keys() {
+        // Each overlap is about 1/√d, but the read sums n − 1 of them.
+        let d = 64;
+        for seed in 0..5 {
+            let mut rng = seeded(seed);
+            let keys = unit_rows(&randn(&mut rng, 4 * d, d));
+            let values = unit_rows(&randn(&mut rng, 4 * d, 8));
+            let o = pairwise_overlaps(&keys).unwrap().to_vec();
+            assert!(rms(&o) < 1.5 / (d as f64).sqrt());
+            let e = sum_rule_recall(&keys, &values).unwrap().to_vec();
+            assert!(rms(&e) > 1.5, "seed {seed}: {}", rms(&e));
+        }
+    }
+
+    #[test]
+    fn jacobi_returns_the_diagonal_of_a_diagonal_matrix() {
+        for diag in [
+            vec![3.0],
+            vec![1.0, 2.0, 3.0],
+            vec![-4.0, 0.0, 7.5, 1e-9, 2.0],
+            vec![5.0, 5.0, 5.0],
+        ] {
+            let a = Array2::from_diag(&Array1::from(diag.clone()));
+            let eig = jacobi_eigen(&a).unwrap();
+            let mut want = diag.clone();
+            want.sort_by(|x, y| y.total_cmp(x));
+            assert_eq!(eig.values.to_vec(), want);
+            // The eigenvectors are unit vectors along the axes.
+            let abs = eig.vectors.mapv(f64::abs);
+            assert_relative_eq!(abs.sum_axis(Axis(0)), Array::ones(diag.len()));
+            assert!(abs.iter().all(|&x| x == 0.0 || x == 1.0));
+        }
+    }
+
+    #[test]
+    fn jacobi_matches_the_closed_form_for_two_by_two() {
+        let h = 0.5f64.sqrt();
+        let eig = jacobi_eigen(&array![[2.0, 1.0], [1.0, 2.0]]).unwrap();
+        assert_relative_eq!(eig.values, array![3.0, 1.0], epsilon = 1e-14);
+        let v0 = eig.vectors.column(0).mapv(f64::abs);
+        assert_relative_eq!(v0, array![h, h], epsilon = 1e-14);
+        let eig = jacobi_eigen(&array![[0.0, 1.0], [1.0, 0.0]]).unwrap();
+        assert_relative_eq!(eig.values, array![1.0, -1.0], epsilon = 1e-14);
+        // [[a, b], [b, c]]: λ = (a + c)/2 ± √(((a − c)/2)² + b²).
+        for seed in 0..20 {
+            let x = randn(&mut seeded(seed), 1, 3) * 10.0;
+            let (a, b, c) = (x[[0, 0]], x[[0, 1]], x[[0, 2]]);
+            let eig = jacobi_eigen(&array![[a, b], [b, c]]).unwrap();
+            let r = (((a - c) / 2.0).powi(2) + b * b).sqrt();
+            let want = array![(a + c) / 2.0 + r, (a + c) / 2.0 - r];
+            assert_relative_eq!(eig.values, want, epsilon = 1e-12 * r);
+        }
+    }
+
+    #[test]
+    fn jacobi_reconstructs_the_matrix_from_orthonormal_eigenvectors() {
+        for seed in 0..10 {
+            for n in [1, 2, 3, 8, 24] {
+                let a = random_symmetric(seed, n);
+                let eig = jacobi_eigen(&a).unwrap();
+                let v = &eig.vectors;
+                let back = v.dot(&Array2::from_diag(&eig.values)).dot(&v.t());
+                let scale = a.iter().fold(0.0, |m: f64, x| m.max(x.abs()));
+                assert_relative_eq!(back, a, epsilon = 1e-12 * scale);
+                assert_relative_eq!(
+                    v.t().dot(v),
+                    Array2::eye(n),
+                    epsilon = 1e-12
+                );
+                let trace = a.diag().sum();
+                assert_relative_eq!(
+                    eig.values.sum(),
+                    trace,
+                    epsilon = 1e-11 * scale
+                );
+                assert!(
+                    eig.values.windows(2).into_iter().all(|w| w[0] >= w[1])
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn singular_values_recover_a_known_spectrum() {
+        // K = A diag(s) B with orthonormal columns in A and rows in B has
+        // singular values s, whatever A and B.
+        for seed in 0..10 {
+            for (n, d, s) in [
+                (5, 7, vec![4.0, 2.0, 1.0, 0.5, 0.25]),
+                (9, 4, vec![3.0, 3.0, 1e-3, 1e-3]),
+                (6, 6, vec![10.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            ] {
+                let mut rng = seeded(seed);
+                let r = s.len();
+                let a = orthonormal_keys(&mut rng, r, n).reversed_axes();
+                let b = orthonormal_keys(&mut rng, r, d);
+                let s = Array1::from(s);
+                let k = a.dot(&Array2::from_diag(&s)).dot(&b);
+                let sigma = singular_values(&k).unwrap();
+                assert_relative_eq!(sigma, s, epsilon = 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn effective_rank_of_n_orthonormal_keys_is_n() {
+        for seed in 0..10 {
+            for (n, d) in [(1, 1), (1, 5), (3, 3), (7, 16), (16, 16)] {
+                let keys = orthonormal_keys(&mut seeded(seed), n, d);
+                let erank = effective_rank(&keys).unwrap();
+                assert_relative_eq!(erank, n as f64, max_relative = 1e-9);
+                // Scaled all alike, still n.
+                let erank = effective_rank(&(&keys * 7.5)).unwrap();
+                assert_relative_eq!(erank, n as f64, max_relative = 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn effective_rank_of_n_copies_of_one_key_is_one() {
+        for seed in 0..10 {
+            for (n, d) in [(1, 3), (4, 4), (16, 8), (40, 32)] {
+                let mut rng = seeded(seed);
+                let key = randn(&mut rng, 1, d);
+                let copies =
+                    Array2::from_shape_fn((n, d), |(_, j)| key[[0, j]]);
+                let erank = effective_rank(&copies).unwrap();
+                assert_relative_eq!(erank, 1.0, max_relative = 1e-9);
+                assert_eq!(numerical_rank(&copies, RANK_TOL), 1);
+                // Copies of different lengths are still one direction.
+                let lengths = randn(&mut rng, n, 1);
+                let erank = effective_rank(&(&copies * &lengths)).unwrap();
+                assert_relative_eq!(erank, 1.0, max_relative = 1e-9);
+                let rho_one = correlated_keys(&mut rng, n, d, 1.0);
+                let erank = effective_rank(&rho_one).unwrap();
+                assert_relative_eq!(erank, 1.0, max_relative = 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn effective_rank_lies_between_one_and_the_numerical_rank() {
+        for seed in 0..10 {
+            for (n, d, r) in [(6, 6, 6), (12, 5, 5), (20, 30, 4), (8, 40, 8)] {
+                let mut rng = seeded(seed);
+                let keys = randn(&mut rng, n, r).dot(&randn(&mut rng, r, d));
+                let rank = numerical_rank(&keys, RANK_TOL);
+                assert_eq!(rank, r.min(n).min(d));
+                let erank = effective_rank(&keys).unwrap();
+                assert!(erank >= 1.0 && erank <= rank as f64 + 1e-9);
+                assert!(erank < rank as f64 || rank == 1, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn correlated_keys_have_full_rank_but_effective_rank_well_below_count() {
+        for seed in 0..10 {
+            for (n, d) in [(16, 32), (24, 24), (32, 64)] {
+                let mut rng = seeded(seed);
+                let random = correlated_keys(&mut rng, n, d, 0.0);
+                let shared = correlated_keys(&mut rng, n, d, 0.9);
+                // Neither loses a direction: the numerical rank is n.
+                for keys in [&random, &shared] {
+                    assert_eq!(numerical_rank(keys, RANK_TOL), n);
+                }
+                let (e_random, e_shared) = (
+                    effective_rank(&random).unwrap(),
+                    effective_rank(&shared).unwrap(),
+                );
+                // But the shared direction dominates the spectrum.
+                assert!(e_shared < 0.6 * n as f64, "seed {seed}: {e_shared}");
+                assert!(e_shared < 0.65 * e_random, "seed {seed} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn lower_effective_rank_gives_larger_sum_rule_recall_error_at_equal_n() {
+        // Key sets of equal n, ordered from the highest effective rank to
+        // the lowest: the recall error must grow in that order, seed by
+        // seed, whether n is below d or past it.
+        let sets = PRIMER_SETS;
+        for seed in 0..5 {
+            for (n, d) in [(8, 16), (16, 32), (24, 16)] {
+                let sets: Vec<KeySet> = sets
+                    .iter()
+                    .copied()
+                    .filter(|s| n <= d || *s != KeySet::Orthonormal)
+                    .collect();
+                let rows = effective_rank_study(&sets, n, d, 8, seed..seed + 1);
+                for pair in rows.windows(2) {
+                    let (a, b) = (&pair[0], &pair[1]);
+                    assert!(
+                        b.effective_rank.median < a.effective_rank.median,
+                        "seed {seed}, n {n}: {:?} vs {:?}",
+                        a.keys,
+                        b.keys
+                    );
+                    assert!(b.rms_error > a.rms_error, "seed {seed} n {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_problem() {
+        let msg = |e: InputError| e.to_string();
+        let rect = Array2::<f64>::zeros((2, 3));
+        let e = msg(jacobi_eigen(&rect).err().unwrap());
+        assert!(e.contains("a is [2, 3]") && e.contains("square"), "{e}");
+        let e =
+            msg(jacobi_eigen(&array![[1.0, 2.0], [0.0, 1.0]]).err().unwrap());
+        assert!(e.contains("symmetric"), "{e}");
+        let e = msg(jacobi_eigen(&array![[f64::NAN]]).err().unwrap());
+        assert!(e.contains("non-finite"), "{e}");
+        let empty = Array2::<f64>::zeros((0, 4));
+        assert!(msg(singular_values(&empty).err().unwrap()).contains("empty"));
+        let zero = Array2::<f64>::zeros((3, 4));
+        let e = msg(effective_rank(&zero).err().unwrap());
+        assert!(e.contains("zero keys"), "{e}");
+        let e = msg(pairwise_overlaps(&randn(&mut seeded(0), 1, 4))
+            .err()
+            .unwrap());
+        assert!(e.contains("two keys"), "{e}");
+        let mut keys = randn(&mut seeded(0), 3, 4);
+        keys.row_mut(1).fill(0.0);
+        let e = msg(pairwise_overlaps(&keys).err().unwrap());
+        assert!(e.contains("zero key is 1"), "{e}");
+    }
+
+    #[test]
+    #[should_panic(expected = "rho must be in [0, 1]")]
+    fn correlation_outside_zero_one_is_refused() {
+        correlated_keys(&mut seeded(0), 3, 4, 1.5);
+    }
+}

@@ -1,0 +1,365 @@
+//! Appendix "Where speed comes from": what the fast forms of
+//! [`crate::fast`] cost and how far they drift, measured. The arithmetic
+//! each form does, the f32 error of the recurrent and chunkwise sums at
+//! growing N, and the chunk size that runs fastest on this machine.
+
+use crate::fast::{
+    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
+    random_inputs, to_f32, to_f64,
+};
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::measure::{Clock, Machine, time_once};
+use crate::summary::Spread;
+use crate::table::Table;
+use ndarray::Array2;
+use std::fmt;
+
+/// A form the benchmark times, each one a function of this module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// `softmax_attention_causal_f32`.
+    Softmax,
+    /// `linear_attention_parallel_f32`.
+    Parallel,
+    /// `linear_attention_recurrent_f32`.
+    Recurrent,
+    /// `linear_attention_chunkwise_f32`.
+    Chunkwise,
+    /// `delta_rule_recurrent_f32` (and the book's f64 listing).
+    DeltaRecurrent,
+    /// `delta_rule_chunkwise_f32`.
+    DeltaChunkwise,
+    /// `linear_attention_scores_first_f32` (non-causal).
+    ScoresFirst,
+    /// `linear_attention_memory_first_f32` (non-causal).
+    MemoryFirst,
+}
+
+/// Floating-point operations of one call of a form (a multiply-add counts
+/// two), counting every product it computes, the masked half of a score
+/// block included: N tokens, p features, m value entries, chunks of c.
+/// Small terms (normalisers, masks, sums of rows) are left out.
+pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
+    let (n, p, m) = (n as f64, p as f64, m as f64);
+    let c = (c.max(1) as f64).min(n);
+    let chunks = (n / c).ceil();
+    match form {
+        // Q Kᵀ: 2 N² p, then the weights times V: 2 N² m.
+        Timed::Softmax | Timed::Parallel | Timed::ScoresFirst => {
+            2.0 * n * n * (p + m)
+        }
+        // Per token: the write of S (2pm) and the read S φ(q) (2pm).
+        Timed::Recurrent => 4.0 * n * p * m,
+        // S = Vᵀ Φ_K (2Npm), then Φ_Q Sᵀ (2Npm).
+        Timed::MemoryFirst => 4.0 * n * p * m,
+        // Per chunk: Φ_Q Sᵀ and S += Vᵀ Φ_K (2cpm each), Φ_Q Φ_Kᵀ (2c²p)
+        // and the scores times V (2c²m).
+        Timed::Chunkwise => chunks * (4.0 * c * p * m + 2.0 * c * c * (p + m)),
+        // Per token: the prediction W k̄ (2pm), the write (2pm) and the
+        // read W q̄ (2pm).
+        Timed::DeltaRecurrent => 6.0 * n * p * m,
+        // Per chunk: [K̄; Q̄] K̄ᵀ (4c²p), forward substitution on [K̄ | V]
+        // (c(c − 1)(p + m)), [Q̄; T K̄] W₀ᵀ (4cpm), tril(Q̄ K̄ᵀ) U (2c²m),
+        // W += Uᵀ K̄ (2cpm).
+        Timed::DeltaChunkwise => {
+            chunks
+                * (6.0 * c * p * m
+                    + 4.0 * c * c * p
+                    + 2.0 * c * c * m
+                    + c * (c - 1.0) * (p + m))
+        }
+    }
+}
+
+/// Arithmetic per token of the delta rule's two schedules, at widths
+/// d = p = m and several chunk sizes: what the chunkwise form must make up
+/// for in speed.
+pub struct DeltaArithmetic {
+    pub d: usize,
+    /// Operations per token of the recurrence.
+    pub recurrent: f64,
+    /// (C, operations per token of the chunkwise form).
+    pub chunkwise: Vec<(usize, f64)>,
+}
+
+/// The appendix's count: d = 64 and chunks from 1 to 256.
+pub fn delta_arithmetic() -> DeltaArithmetic {
+    let (d, n) = (64, 1 << 14);
+    let per_token = |form, c| arithmetic(form, n, d, d, c) / n as f64;
+    DeltaArithmetic {
+        d,
+        recurrent: per_token(Timed::DeltaRecurrent, 1),
+        chunkwise: [1, 4, 16, 64, 256]
+            .into_iter()
+            .map(|c| (c, per_token(Timed::DeltaChunkwise, c)))
+            .collect(),
+    }
+}
+
+impl fmt::Display for DeltaArithmetic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "operations per token, d = m = {}: recurrence {:.0}",
+            self.d, self.recurrent
+        )?;
+        let mut table = Table::new()
+            .right("C", 6)
+            .right("chunkwise", 10)
+            .right("÷ recurrence", 14);
+        for &(c, ops) in &self.chunkwise {
+            let ratio = ops / self.recurrent;
+            table.row([
+                c.to_string(),
+                format!("{ops:.0}"),
+                format!("{ratio:.2}"),
+            ]);
+        }
+        writeln!(f, "{table}")?;
+        let least = self.chunkwise.iter().map(|x| x.1).fold(f64::MAX, f64::min);
+        write!(
+            f,
+            "at best the chunkwise form does {:.2}x the recurrence's arithmetic",
+            least / self.recurrent
+        )
+    }
+}
+
+/// One length of the accuracy study: the worst row-relative error of each
+/// f32 schedule against the f64 recurrence, worst over the seeds.
+pub struct AccuracyRow {
+    pub n: usize,
+    pub recurrent: f64,
+    pub chunkwise: f64,
+}
+
+/// The f32 schedules against an f64 reference as N grows.
+pub struct AccuracyStudy {
+    pub d: usize,
+    pub chunk: usize,
+    pub seeds: u64,
+    pub rows: Vec<AccuracyRow>,
+}
+
+/// Run the f32 recurrent and chunkwise forms and the book's f64 recurrence
+/// on the same inputs (rounded to f32 first, so the f64 run sees exactly
+/// what the f32 runs see), at each length, for seeds 0..seeds.
+pub fn accuracy_study(
+    lengths: &[usize],
+    d: usize,
+    chunk: usize,
+    seeds: u64,
+) -> AccuracyStudy {
+    let rows = lengths
+        .iter()
+        .map(|&n| {
+            let (mut recurrent, mut chunkwise) = (0.0f64, 0.0f64);
+            for seed in 0..seeds {
+                let inputs = random_inputs(seed, n, d, d).map(|a| to_f32(&a));
+                let [q, k, v] = &inputs;
+                let [q64, k64, v64] = [q, k, v].map(|a| to_f64(a));
+                let reference = linear_attention_recurrent(&q64, &k64, &v64)
+                    .expect("the shapes agree");
+                let error = |o: Array2<f32>| {
+                    worst_row_relative_difference(&to_f64(&o), &reference)
+                };
+                let rec = linear_attention_recurrent_f32(q, k, v);
+                let chk = linear_attention_chunkwise_f32(q, k, v, chunk);
+                recurrent = recurrent.max(error(rec.expect("shapes agree")));
+                chunkwise = chunkwise.max(error(chk.expect("shapes agree")));
+            }
+            AccuracyRow {
+                n,
+                recurrent,
+                chunkwise,
+            }
+        })
+        .collect();
+    AccuracyStudy {
+        d,
+        chunk,
+        seeds,
+        rows,
+    }
+}
+
+impl fmt::Display for AccuracyStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "worst row-relative error of f32 against the f64 recurrence \
+             (d = m = {}, C = {}, worst of {} seeds)",
+            self.d, self.chunk, self.seeds
+        )?;
+        let mut table = Table::new()
+            .right("N", 7)
+            .right("recurrent", 11)
+            .right("chunkwise", 11);
+        for r in &self.rows {
+            table.row([
+                r.n.to_string(),
+                format!("{:.2e}", r.recurrent),
+                format!("{:.2e}", r.chunkwise),
+            ]);
+        }
+        writeln!(f, "{table}")
+    }
+}
+
+/// Time per call of the f32 chunkwise form against the chunk size C, at one
+/// length, beside the f32 recurrence (one chunk per token, no products).
+pub struct ChunkSizeStudy {
+    pub n: usize,
+    pub d: usize,
+    pub reps: usize,
+    pub clock: Clock,
+    pub machine: Machine,
+    /// (C, median seconds per call).
+    pub chunks: Vec<(usize, f64)>,
+    /// Median seconds per call of `linear_attention_recurrent_f32`.
+    pub recurrent: f64,
+}
+
+/// Time the chunkwise form at each chunk size and the recurrence, `reps`
+/// rounds of every one, and keep the medians (φ = elu+1 of random inputs,
+/// d = m, seed 0, made before any clock starts).
+pub fn chunk_size_study(
+    n: usize,
+    d: usize,
+    chunks: &[usize],
+    reps: usize,
+) -> ChunkSizeStudy {
+    let clock = Clock::best();
+    let [q, k, v] = random_inputs(0, n, d, d).map(|a| to_f32(&a));
+    let mut samples = vec![Vec::new(); chunks.len() + 1];
+    for _ in 0..reps {
+        for (&c, times) in chunks.iter().zip(&mut samples) {
+            times.push(time_once(clock, || {
+                linear_attention_chunkwise_f32(&q, &k, &v, c)
+            }));
+        }
+        let last = samples.last_mut().expect("one for the recurrence");
+        last.push(time_once(clock, || {
+            linear_attention_recurrent_f32(&q, &k, &v)
+        }));
+    }
+    let median = |xs: &[f64]| Spread::of(xs).median;
+    ChunkSizeStudy {
+        n,
+        d,
+        reps,
+        clock,
+        machine: Machine::now(),
+        chunks: chunks
+            .iter()
+            .zip(&samples)
+            .map(|(&c, s)| (c, median(s)))
+            .collect(),
+        recurrent: median(samples.last().expect("one for the recurrence")),
+    }
+}
+
+impl ChunkSizeStudy {
+    /// The chunk size with the shortest median time.
+    pub fn best(&self) -> usize {
+        let fastest = self.chunks.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+        fastest.expect("at least one chunk size").0
+    }
+
+    /// Where, when and how the study was measured, on two lines.
+    pub fn provenance(&self) -> String {
+        format!(
+            "measured {} on {} ({} cores), one thread, f32, N = {}, d = m = {};\n\
+             the build's profile, median of {} runs",
+            self.machine.date,
+            self.machine.cpu,
+            self.machine.cores,
+            self.n,
+            self.d,
+            self.reps
+        )
+    }
+}
+
+impl fmt::Display for ChunkSizeStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.provenance())?;
+        let mut table = Table::new().right("C", 6).right("ms", 8);
+        for &(c, s) in &self.chunks {
+            table.row([c.to_string(), format!("{:.3}", s * 1e3)]);
+        }
+        writeln!(f, "{table}")?;
+        writeln!(f, "recurrent: {:.3} ms", self.recurrent * 1e3)?;
+        write!(
+            f,
+            "fastest C: {}, {:.1}x faster than C = {} and {:.1}x faster than C = {}",
+            self.best(),
+            self.chunks[0].1 / self.time_of(self.best()),
+            self.chunks[0].0,
+            self.chunks.last().expect("chunks").1 / self.time_of(self.best()),
+            self.chunks.last().expect("chunks").0,
+        )
+    }
+}
+
+impl ChunkSizeStudy {
+    fn time_of(&self, chunk: usize) -> f64 {
+        let row = self.chunks.iter().find(|r| r.0 == chunk);
+        row.expect("a measured chunk size").1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunkwise_delta_rule_does_more_arithmetic_per_token_than_its_recurrence()
+    {
+        for (p, m) in [(8, 8), (32, 16), (64, 64), (128, 64)] {
+            let n = 4096;
+            let rec = arithmetic(Timed::DeltaRecurrent, n, p, m, 1);
+            for c in [1, 2, 3, 16, 64, 100, 512, 4096] {
+                let chk = arithmetic(Timed::DeltaChunkwise, n, p, m, c);
+                assert!(chk > rec, "p {p}, m {m}, C {c}: {chk} vs {rec}");
+            }
+        }
+        let table = delta_arithmetic();
+        assert!(table.chunkwise.iter().all(|&(_, x)| x > table.recurrent));
+    }
+
+    #[test]
+    fn arithmetic_grows_as_each_form_says() {
+        use Timed::*;
+        for (p, m, c) in [(8, 8, 4), (64, 32, 16), (64, 64, 64)] {
+            let ops = |form, n| arithmetic(form, n, p, m, c);
+            for form in [Recurrent, Chunkwise, DeltaRecurrent, DeltaChunkwise] {
+                // Linear in N once N is a whole number of chunks.
+                let (one, two) = (ops(form, 1024), ops(form, 2048));
+                assert!((two / one - 2.0).abs() < 1e-12, "{form:?}");
+            }
+            for form in [Softmax, Parallel, ScoresFirst] {
+                let (one, two) = (ops(form, 1024), ops(form, 2048));
+                assert!((two / one - 4.0).abs() < 1e-12, "{form:?}");
+            }
+            // A chunk of one token is the recurrence plus the work of
+            // scoring that token against itself.
+            let one = arithmetic(Chunkwise, 1024, p, m, 1);
+            let rec = ops(Recurrent, 1024);
+            let extra = 2.0 * 1024.0 * (p + m) as f64;
+            assert!((one - rec - extra).abs() < 1e-6, "{one} {rec}");
+        }
+    }
+
+    #[test]
+    fn chunkwise_f32_drifts_less_than_the_recurrent_f32_sum() {
+        let study = crate::studies::speed_accuracy();
+        for row in &study.rows {
+            assert!(row.chunkwise < row.recurrent, "{study}");
+        }
+        let (first, last) = (&study.rows[0], &study.rows[study.rows.len() - 1]);
+        assert!(last.recurrent > first.recurrent, "{study}");
+        assert!(last.chunkwise > first.chunkwise, "{study}");
+    }
+}

@@ -1,0 +1,70 @@
+//! f32 copies of the forms the book shows only in f64 (causal softmax
+//! attention, the parallel N × N form, the two non-causal groupings), so
+//! that the benchmark times every form at one precision.
+
+use crate::causal::mask_future;
+use crate::input::{InputError, check_qkv};
+use ndarray::{Array2, ArrayRef2, Axis};
+
+/// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32: the baseline
+/// the benchmark times against, computed as `softmax_attention` with
+/// `Mask::Causal` computes it, except that the masked scores are skipped
+/// rather than set to −∞. q, k: (N, d), v: (N, m); returns O: (N, m).
+pub fn softmax_attention_causal_f32(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv(q, k, v, true)?;
+    let scale = 1.0 / (q.ncols() as f32).sqrt();
+    let mut weights = q.dot(&k.t());
+    for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
+        let (mut seen, mut future) = row.view_mut().split_at(Axis(0), t + 1);
+        seen.mapv_inplace(|x| x * scale);
+        let max = seen.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        seen.mapv_inplace(|x| (x - max).exp());
+        let total = seen.sum();
+        seen /= total;
+        future.fill(0.0); // the future gets weight 0
+    }
+    Ok(weights.dot(v))
+}
+
+/// `linear_attention_parallel` at f32: the masked N × N product.
+pub fn linear_attention_parallel_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    let mut scores = phi_q.dot(&phi_k.t());
+    mask_future(&mut scores, 0.0); // the causal mask
+    Ok(weighted_read(&scores, v))
+}
+
+/// (A V) / (A 1): each row of scores A as weights over the rows of V.
+fn weighted_read(scores: &ArrayRef2<f32>, v: &ArrayRef2<f32>) -> Array2<f32> {
+    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
+    scores.dot(v) / denominator
+}
+
+/// `linear_attention_scores_first` at f32 (non-causal): builds (N, N_k).
+pub fn linear_attention_scores_first_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv(phi_q, phi_k, v, false)?;
+    Ok(weighted_read(&phi_q.dot(&phi_k.t()), v))
+}
+
+/// `linear_attention_memory_first` at f32 (non-causal): S and z first.
+pub fn linear_attention_memory_first_f32(
+    phi_q: &ArrayRef2<f32>,
+    phi_k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    check_qkv(phi_q, phi_k, v, false)?;
+    let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
+    Ok(phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1)))
+}

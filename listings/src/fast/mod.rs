@@ -1,0 +1,114 @@
+//! The fast forms: the book's schedules of causal linear attention and of
+//! the delta rule again, in f32 and written for speed, and f32 copies of
+//! the forms the book shows only in f64, so that the benchmark times every
+//! form at one precision. Each one computes what its f64 form of Part I or
+//! II computes, and a test checks that it does, to f32 precision.
+//! Appendix E ("Where speed comes from", `appendix::speed`) shows
+//! and measures them.
+//!
+//! Two ideas make them fast. The recurrent forms allocate nothing inside
+//! the loop over tokens: S, z and every scratch vector exist before the
+//! first token, and each token updates them in place over plain slices the
+//! compiler can vectorise. The chunkwise forms turn the work of C tokens
+//! into a few matrix products, which ndarray hands to matrixmultiply's
+//! sgemm kernels; those are the fastest code on a CPU.
+//!
+//! Shapes as in Part I: phi_q, phi_k: (N, p), v: (N, m), S: (m, p), row t
+//! of a matrix is token t; outputs O: (N, m).
+
+use crate::phi::elu_plus_one;
+use crate::random::{randn, seeded};
+use ndarray::{Array2, ArrayRef2, CowArray, Ix2};
+
+/// `fn $wide(args) = $body;` makes `$wide`, which runs `$body(args)`
+/// compiled for AVX2 where this CPU has it (asked at run time, a cached
+/// flag), else as baseline x86-64 code with 4-wide vectors. The compiler
+/// vectorises the loops of `$body` (inlined) 8 floats at a time under AVX2;
+/// matrixmultiply makes the same choice inside its kernels, and our loops
+/// have to ask for it.
+macro_rules! in_widest_vectors {
+    ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:ident;) => {
+        $(#[$doc])*
+        fn $wide($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: this CPU has AVX2, the one feature `avx2`
+                    // assumes.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
+pub mod baselines;
+pub mod delta_rule;
+pub mod linear_attention;
+pub mod threads;
+
+pub use baselines::*;
+pub use delta_rule::*;
+pub use linear_attention::*;
+pub use threads::*;
+
+/// Value rows per block: two AVX2 registers of f32 for each of a block's
+/// running sums, few enough that all of them stay in registers.
+const ROWS: usize = 16;
+
+/// φ(Q), φ(K) and V in row-major (standard) layout, so that each row is a
+/// plain slice: borrowed when they already are, as they usually are;
+/// copied once if not.
+fn row_major<'a>(
+    phi_q: &'a ArrayRef2<f32>,
+    phi_k: &'a ArrayRef2<f32>,
+    v: &'a ArrayRef2<f32>,
+) -> [CowArray<'a, f32, Ix2>; 3] {
+    [phi_q, phi_k, v].map(|a| a.as_standard_layout())
+}
+
+/// The entries of a standard-layout matrix, row after row.
+fn slice<'a>(a: &'a CowArray<'_, f32, Ix2>) -> &'a [f32] {
+    a.as_slice().expect("standard layout")
+}
+
+/// x / Σ x into `out`, for a row of positive features.
+fn sum_normalise_into(
+    x: impl IntoIterator<Item = f32> + Clone,
+    out: &mut [f32],
+) {
+    let total: f32 = x.clone().into_iter().sum();
+    out.iter_mut().zip(x).for_each(|(o, x)| *o = x / total);
+}
+
+/// An f64 matrix rounded to f32.
+pub fn to_f32(a: &ArrayRef2<f64>) -> Array2<f32> {
+    a.mapv(|x| x as f32)
+}
+
+/// An f32 matrix widened to f64 (exactly).
+pub fn to_f64(a: &ArrayRef2<f32>) -> Array2<f64> {
+    a.mapv(f64::from)
+}
+
+/// The inputs of the appendix's experiments at length n: φ = elu+1 of
+/// random q and k, and random v, in f64 (q, k: (n, d), v: (n, m)).
+pub fn random_inputs(
+    seed: u64,
+    n: usize,
+    d: usize,
+    m: usize,
+) -> [Array2<f64>; 3] {
+    let mut rng = seeded(seed);
+    let phi_q = elu_plus_one(&randn(&mut rng, n, d));
+    let phi_k = elu_plus_one(&randn(&mut rng, n, d));
+    [phi_q, phi_k, randn(&mut rng, n, m)]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,237 @@
+//! Every fast form equals the form the book shows, to f32 precision.
+
+use super::*;
+use crate::input::InputError;
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::m3::schedules::linear_attention_chunkwise;
+use crate::paper::delta_rule::{delta_rule_chunkwise, delta_rule_recurrent};
+use crate::random::{randn, seeded};
+use ndarray::ShapeBuilder;
+use ndarray::{Array1, Array2, s};
+
+/// f32 forms against their f64 forms: the worst row-relative error.
+fn gap(fast: &Array2<f32>, book: &Array2<f64>) -> f64 {
+    worst_row_relative_difference(&to_f64(fast), book)
+}
+
+const CASES: [(usize, usize, usize); 5] = [
+    (1, 1, 4),
+    (7, 3, 5),
+    (64, 16, 8),
+    (100, 16, 8),
+    (257, 64, 16),
+];
+
+#[test]
+fn recurrent_f32_equals_the_book_recurrence() {
+    for seed in 0..3 {
+        for (n, _, d) in CASES {
+            let [q, k, v] = random_inputs(seed, n, d, d + 1);
+            let book = linear_attention_recurrent(&q, &k, &v).unwrap();
+            let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+            let fast = linear_attention_recurrent_f32(&q, &k, &v);
+            let e = gap(&fast.unwrap(), &book);
+            assert!(e < 1e-4, "seed {seed}, N {n}: {e}");
+            // The same inputs in column-major layout: copied, not misread.
+            let mut q_cols = Array2::zeros(q.dim().f());
+            q_cols.assign(&q);
+            let fast = linear_attention_recurrent_f32(&q_cols, &k, &v);
+            let e = gap(&fast.unwrap(), &book);
+            assert!(e < 1e-4, "column-major, seed {seed}, N {n}: {e}");
+        }
+    }
+}
+
+#[test]
+fn chunkwise_f32_equals_the_book_chunkwise_form() {
+    for seed in 0..3 {
+        for (n, chunk, d) in CASES {
+            let [q, k, v] = random_inputs(seed, n, d, d + 1);
+            let book = linear_attention_chunkwise(&q, &k, &v, chunk);
+            let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+            let fast = linear_attention_chunkwise_f32(&q, &k, &v, chunk);
+            let e = gap(&fast.unwrap(), &book.unwrap());
+            assert!(e < 1e-4, "seed {seed}, N {n}, C {chunk}: {e}");
+        }
+    }
+}
+
+fn betas(seed: u64, n: usize) -> Array1<f64> {
+    randn(&mut seeded(seed + 50), n, 1)
+        .column(0)
+        .mapv(|x| 1.0 / (1.0 + (-x).exp()))
+}
+
+#[test]
+fn delta_rule_f32_forms_equal_the_book_delta_rule() {
+    for seed in 0..3 {
+        for (n, chunk, d) in CASES {
+            let [q, k, v] = random_inputs(seed, n, d, d + 1);
+            let beta = betas(seed, n);
+            let rec = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+            let chk = delta_rule_chunkwise(&q, &k, &v, &beta, chunk).unwrap();
+            let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+            let beta = beta.mapv(|x| x as f32);
+            let fast_rec = delta_rule_recurrent_f32(&q, &k, &v, &beta);
+            let fast_chk = delta_rule_chunkwise_f32(&q, &k, &v, &beta, chunk);
+            let e_rec = gap(&fast_rec.unwrap(), &rec.output);
+            let e_chk = gap(&fast_chk.unwrap(), &chk.output);
+            assert!(e_rec < 1e-4, "seed {seed}, N {n}: {e_rec}");
+            assert!(e_chk < 1e-4, "seed {seed}, N {n}, C {chunk}: {e_chk}");
+        }
+    }
+}
+
+#[test]
+fn chunk_size_does_not_change_the_f32_output_beyond_rounding() {
+    let [q, k, v] = random_inputs(4, 300, 8, 8).map(|a| to_f32(&a));
+    let one = linear_attention_chunkwise_f32(&q, &k, &v, 1).unwrap();
+    for chunk in [2, 7, 64, 300, 1000] {
+        let o = linear_attention_chunkwise_f32(&q, &k, &v, chunk).unwrap();
+        let e = worst_row_relative_difference(&to_f64(&o), &to_f64(&one));
+        assert!(e < 1e-4, "C {chunk}: {e}");
+    }
+}
+
+#[test]
+fn f32_baselines_equal_their_book_forms() {
+    use crate::m3::attention::{Mask, softmax_attention};
+    use crate::m3::delete_softmax::{
+        linear_attention_memory_first, linear_attention_scores_first,
+    };
+    use crate::m3::fast_weight_memory::linear_attention_parallel;
+    for seed in 0..3 {
+        for (n, _, d) in CASES {
+            let [q, k, v] = random_inputs(seed, n, d, d + 1);
+            let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+            let soft = softmax_attention(&q, &k, &v, Mask::Causal);
+            let fast = softmax_attention_causal_f32(&q32, &k32, &v32);
+            let e = gap(&fast.unwrap(), &soft.unwrap().output);
+            assert!(e < 1e-4, "softmax, seed {seed}, N {n}: {e}");
+            let book = linear_attention_parallel(&q, &k, &v).unwrap();
+            let fast = linear_attention_parallel_f32(&q32, &k32, &v32);
+            let e = gap(&fast.unwrap(), &book);
+            assert!(e < 1e-4, "parallel, seed {seed}, N {n}: {e}");
+            // Non-causal: fewer queries than keys, as a read allows.
+            let few = q.slice(s![..n.div_ceil(2), ..]);
+            let few32 = q32.slice(s![..n.div_ceil(2), ..]);
+            for (name, book, fast) in [
+                (
+                    "scores first",
+                    linear_attention_scores_first(&few, &k, &v),
+                    linear_attention_scores_first_f32(&few32, &k32, &v32),
+                ),
+                (
+                    "memory first",
+                    linear_attention_memory_first(&few, &k, &v),
+                    linear_attention_memory_first_f32(&few32, &k32, &v32),
+                ),
+            ] {
+                let e = gap(&fast.unwrap(), &book.unwrap());
+                assert!(e < 1e-4, "{name}, seed {seed}, N {n}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn each_value_row_of_the_delta_rule_evolves_on_its_own() {
+    // Row i of W sees only column i of V: the value entries can be
+    // split between threads with no exchange, in either schedule.
+    for seed in 0..3 {
+        for (n, chunk, d) in [(9, 4, 3), (100, 16, 8), (64, 8, 16)] {
+            let [q, k, v] = random_inputs(seed, n, d, 6);
+            let beta = betas(seed, n);
+            let whole = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+            for (a, b) in [(0, 1), (1, 4), (4, 6)] {
+                let part = v.slice(s![.., a..b]);
+                let rec = delta_rule_recurrent(&q, &k, &part, &beta);
+                let chk = delta_rule_chunkwise(&q, &k, &part, &beta, chunk);
+                let expected = whole.output.slice(s![.., a..b]);
+                for read in [rec.unwrap(), chk.unwrap()] {
+                    let gap = (&read.output - &expected)
+                        .fold(0.0f64, |g, x| g.max(x.abs()));
+                    assert!(gap < 1e-12, "seed {seed}, rows {a}..{b}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_form_gives_the_same_output_across_threads() {
+    for seed in 0..2 {
+        for (n, chunk, d) in [(9, 4, 3), (100, 16, 8), (130, 32, 16)] {
+            for m in [1, 5, 17, 40] {
+                let [q, k, v] = random_inputs(seed, n, d, m);
+                let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
+                let beta = betas(seed, n).mapv(|x| x as f32);
+                let forms: [(&str, &ValueForm); 4] = [
+                    ("recurrent", &|v| {
+                        linear_attention_recurrent_f32(&q, &k, v)
+                    }),
+                    ("chunkwise", &|v| {
+                        linear_attention_chunkwise_f32(&q, &k, v, chunk)
+                    }),
+                    ("delta recurrent", &|v| {
+                        delta_rule_recurrent_f32(&q, &k, v, &beta)
+                    }),
+                    ("delta chunkwise", &|v| {
+                        delta_rule_chunkwise_f32(&q, &k, v, &beta, chunk)
+                    }),
+                ];
+                for (name, form) in forms {
+                    let one = form(&v).unwrap();
+                    for threads in [1, 2, 3, 64] {
+                        let split = across_value_columns(&v, threads, form);
+                        let e = worst_row_relative_difference(
+                            &to_f64(&split.unwrap()),
+                            &to_f64(&one),
+                        );
+                        assert!(e < 1e-5, "{name}, m {m}, {threads}: {e}");
+                    }
+                }
+            }
+        }
+    }
+    // An error inside a thread comes back as the error.
+    let [q, k, v] = random_inputs(0, 6, 3, 4).map(|a| to_f32(&a));
+    let short = q.slice(s![..5, ..]).to_owned();
+    let err = across_value_columns(&v, 2, |v| {
+        linear_attention_recurrent_f32(&short, &k, v)
+    });
+    assert!(err.unwrap_err().to_string().contains("one key per query"));
+}
+
+#[test]
+fn bad_f32_input_is_an_input_error() {
+    let [q, k, v] = random_inputs(0, 5, 3, 2).map(|a| to_f32(&a));
+    let beta = Array1::<f32>::ones(5);
+    let err = linear_attention_chunkwise_f32(&q, &k, &v, 0).unwrap_err();
+    assert!(matches!(err, InputError::BadParameter { .. }), "{err}");
+    let err = delta_rule_chunkwise_f32(&q, &k, &v, &beta, 0).unwrap_err();
+    assert!(matches!(err, InputError::BadParameter { .. }), "{err}");
+    let short = q.slice(s![..4, ..]).to_owned();
+    let err = linear_attention_recurrent_f32(&short, &k, &v).unwrap_err();
+    assert!(err.to_string().contains("one key per query"), "{err}");
+    let mut bad = k.clone();
+    bad[[2, 1]] = f32::NAN;
+    let err = linear_attention_recurrent_f32(&q, &bad, &v).unwrap_err();
+    assert!(matches!(err, InputError::NonFinite { name: "k", .. }));
+    let err =
+        delta_rule_recurrent_f32(&q, &k, &v, &beta.slice(s![..4])).unwrap_err();
+    assert!(err.to_string().contains("one write strength"), "{err}");
+    let err = softmax_attention_causal_f32(&short, &k, &v).unwrap_err();
+    assert!(err.to_string().contains("one key per query"), "{err}");
+    let err = linear_attention_parallel_f32(&q, &k, &short).unwrap_err();
+    assert!(err.to_string().contains("one value"), "{err}");
+    let narrow = q.slice(s![.., ..2]).to_owned();
+    let err = linear_attention_scores_first_f32(&narrow, &k, &v);
+    assert!(err.unwrap_err().to_string().contains("width d"));
+    let err = linear_attention_memory_first_f32(&q, &bad, &v);
+    assert!(matches!(err, Err(InputError::NonFinite { name: "k", .. })));
+    let empty = Array2::<f32>::zeros((0, 3));
+    let err = linear_attention_recurrent_f32(&empty, &empty, &empty);
+    assert!(matches!(err, Err(InputError::Empty { name: "q", .. })));
+}

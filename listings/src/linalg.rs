@@ -1,0 +1,62 @@
+//! Linear-algebra helpers every chapter uses: lengths, relative errors
+//! between two forms of one output, and orthonormal keys.
+
+use crate::random::standard_normal;
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, s};
+use rand::Rng;
+
+/// Euclidean length of a vector.
+pub fn norm(x: &ArrayRef1<f64>) -> f64 {
+    x.dot(x).sqrt()
+}
+
+/// ‖a_i − b_i‖ / ‖b_i‖ for each row i.
+pub fn relative_errors(a: &ArrayRef2<f64>, b: &ArrayRef2<f64>) -> Array1<f64> {
+    assert_eq!(a.dim(), b.dim(), "compare reads and values of one shape");
+    a.rows()
+        .into_iter()
+        .zip(b.rows())
+        .map(|(a, b)| norm(&(&a - &b)) / norm(&b))
+        .collect()
+}
+
+/// max_t ‖a_t − b_t‖ / ‖b_t‖ over the rows: how far apart two forms of the
+/// same outputs are, relative to the size of each output.
+pub fn worst_row_relative_difference(
+    a: &ArrayRef2<f64>,
+    b: &ArrayRef2<f64>,
+) -> f64 {
+    assert_eq!(a.dim(), b.dim(), "compare outputs of one shape");
+    a.rows()
+        .into_iter()
+        .zip(b.rows())
+        .map(|(a, b)| norm(&(&a - &b)) / norm(&b))
+        .fold(0.0, f64::max)
+}
+
+// ANCHOR: orthonormal_keys
+/// n orthonormal keys in ℝ^d as the rows of K: (n, d), so K Kᵀ = I: random
+/// Gaussian vectors made orthogonal one by one (Gram–Schmidt). Only d
+/// orthonormal vectors fit in ℝ^d, so n ≤ d.
+pub fn orthonormal_keys(rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
+    assert!(
+        n <= d,
+        "only d = {d} orthonormal keys fit in ℝ^{d}, not {n}"
+    );
+    let mut keys = Array2::zeros((n, d));
+    let mut found = 0;
+    while found < n {
+        let mut k = Array1::from_shape_simple_fn(d, || standard_normal(rng));
+        for b in keys.slice(s![..found, ..]).rows() {
+            let along = k.dot(&b);
+            k.scaled_add(-along, &b); // remove the part along each key so far
+        }
+        let len = norm(&k);
+        if len > 1e-8 {
+            keys.row_mut(found).assign(&(k / len));
+            found += 1;
+        }
+    }
+    keys
+}
+// ANCHOR_END: orthonormal_keys

@@ -1,0 +1,677 @@
+//! Chapter "Attention, from scratch": queries, keys and values from an input
+//! X, scaled dot-product attention, and a query aimed at one key.
+//!
+//! Shapes: X: (N, d_model), one token per row; Q, K: (N, d); V: (N, m).
+
+use crate::causal::mask_future;
+use crate::input::{InputError, check_qkv, nonempty_finite, same_cols};
+use crate::linalg::norm;
+use crate::random::{randn, seeded};
+use crate::summary::Spread;
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
+use rand::Rng;
+use std::fmt;
+
+// ANCHOR: Projections
+/// The slow weights: fixed after training, they give each token its roles.
+/// w_q: (d, d_model), w_k: (d, d_model), w_v: (m, d_model).
+pub struct Projections {
+    pub w_q: Array2<f64>,
+    pub w_k: Array2<f64>,
+    pub w_v: Array2<f64>,
+}
+
+/// Queries, keys and values of a sequence: q, k: (N, d), v: (N, m).
+pub struct Qkv {
+    pub q: Array2<f64>,
+    pub k: Array2<f64>,
+    pub v: Array2<f64>,
+}
+// ANCHOR_END: Projections
+
+// ANCHOR: random_projections
+/// Random slow weights with N(0, 1/d_model) entries, so a token with
+/// entries of variance 1 gets q, k, v entries of variance about 1.
+pub fn random_projections(
+    rng: &mut impl Rng,
+    d_model: usize,
+    d: usize,
+    m: usize,
+) -> Projections {
+    let scale = 1.0 / (d_model as f64).sqrt();
+    Projections {
+        w_q: randn(rng, d, d_model) * scale,
+        w_k: randn(rng, d, d_model) * scale,
+        w_v: randn(rng, m, d_model) * scale,
+    }
+}
+// ANCHOR_END: random_projections
+
+// ANCHOR: project
+impl Projections {
+    /// q_t = W_Q x_t, k_t = W_K x_t, v_t = W_V x_t for every row x_t of X,
+    /// that is Q = X W_Qᵀ, K = X W_Kᵀ, V = X W_Vᵀ.
+    pub fn project(&self, x: &ArrayRef2<f64>) -> Result<Qkv, InputError> {
+        nonempty_finite("x", x)?;
+        let rule = "x's width is the projections' d_model";
+        same_cols(("x", x), ("w_q", &self.w_q), rule)?;
+        Ok(Qkv {
+            q: x.dot(&self.w_q.t()),
+            k: x.dot(&self.w_k.t()),
+            v: x.dot(&self.w_v.t()),
+        })
+    }
+}
+// ANCHOR_END: project
+
+// ANCHOR: softmax_rows
+/// Softmax of each row: exp(s_j − max) / Σ exp(s_i − max). Subtracting the
+/// row's max changes nothing in exact arithmetic and keeps exp from
+/// overflowing. An entry of −∞ gets weight 0; each row needs a finite one.
+pub fn softmax_rows(scores: &ArrayRef2<f64>) -> Array2<f64> {
+    let mut weights = scores.to_owned();
+    for mut row in weights.rows_mut() {
+        let max = row.fold(f64::NEG_INFINITY, |m, &s| m.max(s));
+        row.mapv_inplace(|s| (s - max).exp());
+        let total = row.sum();
+        row /= total;
+    }
+    weights
+}
+// ANCHOR_END: softmax_rows
+
+// ANCHOR: softmax_attention
+/// Which keys a query may see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    /// Every query sees every key.
+    None,
+    /// Query t sees keys j ≤ t only (one key per query).
+    Causal,
+}
+
+/// The attention weights A: (N, N_k) and the output O = A V: (N, m).
+pub struct Attention {
+    pub weights: Array2<f64>,
+    pub output: Array2<f64>,
+}
+
+/// Scaled dot-product attention, softmax(Q Kᵀ / √d) V.
+/// q: (N, d), k: (N_k, d), v: (N_k, m).
+pub fn softmax_attention(
+    q: &ArrayRef2<f64>,
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    mask: Mask,
+) -> Result<Attention, InputError> {
+    check_qkv(q, k, v, mask == Mask::Causal)?;
+    let d = q.ncols() as f64;
+    let mut scores = q.dot(&k.t()) / d.sqrt();
+    if mask == Mask::Causal {
+        mask_future(&mut scores, f64::NEG_INFINITY); // the future gets 0
+    }
+    let weights = softmax_rows(&scores);
+    let output = weights.dot(v);
+    Ok(Attention { weights, output })
+}
+// ANCHOR_END: softmax_attention
+
+// ANCHOR: aligned_probe
+/// What a query aimed at one key reads back.
+pub struct Probe {
+    /// The attention weights over all N keys.
+    pub weights: Array1<f64>,
+    /// The weight on the targeted key; uniform weights would give 1/N.
+    pub weight_on_target: f64,
+    /// ‖o − v_target‖ / ‖v_target‖ for the read-out o.
+    pub retrieval_error: f64,
+}
+
+/// Aim a query at key `target` (q = gain · k_target), read all keys
+/// without a mask, and compare the read-out with the target's value.
+pub fn aligned_probe(
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    target: usize,
+    gain: f64,
+) -> Result<Probe, InputError> {
+    if target >= k.nrows() {
+        let len = k.nrows();
+        return Err(InputError::OutOfRange {
+            name: "target",
+            index: target,
+            len,
+        });
+    }
+    let q = (&k.row(target) * gain).insert_axis(Axis(0)); // (1, d)
+    let read = softmax_attention(&q, k, v, Mask::None)?;
+    let weights = read.weights.row(0).to_owned();
+    let miss = &read.output.row(0) - &v.row(target);
+    Ok(Probe {
+        weight_on_target: weights[target],
+        retrieval_error: norm(&miss) / norm(&v.row(target)),
+        weights,
+    })
+}
+// ANCHOR_END: aligned_probe
+
+// ANCHOR: unit_rows
+/// Each row divided by its Euclidean length (rows of zeros stay zero).
+pub fn unit_rows(a: &ArrayRef2<f64>) -> Array2<f64> {
+    let mut out = a.to_owned();
+    for mut row in out.rows_mut() {
+        let len = norm(&row);
+        if len > 0.0 {
+            row /= len;
+        }
+    }
+    out
+}
+// ANCHOR_END: unit_rows
+
+// ANCHOR: walkthrough
+/// The chapter's running example: N = 12 tokens of width 16, projected to
+/// d = m = 8, read by one causal attention layer. All from one seed.
+pub fn walkthrough(seed: u64) -> (Qkv, Attention) {
+    let mut rng = seeded(seed);
+    let x = randn(&mut rng, 12, 16); // X: (N, d_model)
+    let slow = random_projections(&mut rng, 16, 8, 8);
+    let qkv = slow.project(&x).expect("x has width d_model");
+    let read = softmax_attention(&qkv.q, &qkv.k, &qkv.v, Mask::Causal)
+        .expect("q, k, v come from one projection");
+    (qkv, read)
+}
+// ANCHOR_END: walkthrough
+
+/// The seed of the chapter's running example.
+pub const WALKTHROUGH_SEED: u64 = 0;
+
+/// Largest |Σ_j A_tj − 1| over the rows of A.
+pub fn worst_row_sum_error(weights: &ArrayRef2<f64>) -> f64 {
+    weights
+        .sum_axis(Axis(1))
+        .fold(0.0, |worst, &s| f64::max(worst, (s - 1.0).abs()))
+}
+
+/// Largest weight a query gives a key after it (j > t).
+pub fn largest_future_weight(weights: &ArrayRef2<f64>) -> f64 {
+    let mut largest = 0.0_f64;
+    for ((t, j), &w) in weights.indexed_iter() {
+        if j > t {
+            largest = largest.max(w);
+        }
+    }
+    largest
+}
+
+/// What the running example prints: shapes, and the two properties of the
+/// weights that the chapter states.
+pub struct WalkthroughReport {
+    pub seed: u64,
+    pub qkv: Qkv,
+    pub read: Attention,
+}
+
+/// Run the running example.
+pub fn walkthrough_report() -> WalkthroughReport {
+    let (qkv, read) = walkthrough(WALKTHROUGH_SEED);
+    WalkthroughReport {
+        seed: WALKTHROUGH_SEED,
+        qkv,
+        read,
+    }
+}
+
+impl fmt::Display for WalkthroughReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shape = |a: &Array2<f64>| format!("({}, {})", a.nrows(), a.ncols());
+        let Qkv { q, k, v } = &self.qkv;
+        let Attention { weights, output } = &self.read;
+        writeln!(f, "walkthrough(seed = {})", self.seed)?;
+        writeln!(f, "Q: {}   K: {}   V: {}", shape(q), shape(k), shape(v))?;
+        writeln!(f, "attention weights A: {}", shape(weights))?;
+        writeln!(
+            f,
+            "largest |row sum - 1|:        {:.1e}",
+            worst_row_sum_error(weights)
+        )?;
+        writeln!(
+            f,
+            "largest weight above diagonal: {}",
+            largest_future_weight(weights)
+        )?;
+        write!(f, "output O = A V: {}", shape(output))
+    }
+}
+
+/// The aligned probe repeated over many seeds: how much weight lands on the
+/// targeted key, and how close the read-out comes to its value.
+pub struct ProbeStudy {
+    pub seeds: u64,
+    pub n: usize,
+    pub target: usize,
+    pub gain: f64,
+    pub weight_on_target: Spread,
+    pub retrieval_error: Spread,
+    pub beats_uniform: usize,
+    /// The same count with every key scaled to unit length first.
+    pub beats_uniform_unit_keys: usize,
+}
+
+/// Run [`aligned_probe`] on the keys and values of `walkthrough(seed)` for
+/// seeds 0..seeds, aiming at key 5 with gain 6.
+pub fn probe_study(seeds: u64) -> ProbeStudy {
+    let (target, gain) = (5, 6.0);
+    let mut weights = Vec::new();
+    let mut errors = Vec::new();
+    let mut unit_wins = 0;
+    let mut n = 0;
+    for seed in 0..seeds {
+        let (qkv, _) = walkthrough(seed);
+        n = qkv.k.nrows();
+        let probe = aligned_probe(&qkv.k, &qkv.v, target, gain)
+            .expect("target 5 is inside a sequence of 12");
+        weights.push(probe.weight_on_target);
+        errors.push(probe.retrieval_error);
+        let unit = aligned_probe(&unit_rows(&qkv.k), &qkv.v, target, gain)
+            .expect("target 5 is inside a sequence of 12");
+        if unit.weight_on_target > 1.0 / n as f64 {
+            unit_wins += 1;
+        }
+    }
+    let uniform = 1.0 / n as f64;
+    ProbeStudy {
+        beats_uniform_unit_keys: unit_wins,
+        seeds,
+        n,
+        target,
+        gain,
+        beats_uniform: weights.iter().filter(|&&w| w > uniform).count(),
+        weight_on_target: Spread::of(&weights),
+        retrieval_error: Spread::of(&errors),
+    }
+}
+
+impl fmt::Display for ProbeStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "query = {} * k_{}, read over all N = {} keys, seeds 0..{}",
+            self.gain, self.target, self.n, self.seeds
+        )?;
+        writeln!(
+            f,
+            "weight on key {}:  {:.2}",
+            self.target, self.weight_on_target
+        )?;
+        writeln!(f, "uniform weight:   {:.2}", 1.0 / self.n as f64)?;
+        writeln!(f, "retrieval error:  {:.2}", self.retrieval_error)?;
+        write!(
+            f,
+            "seeds where the target beats uniform: {} of {}",
+            self.beats_uniform, self.seeds
+        )?;
+        write!(
+            f,
+            "\n... with unit-length keys:           {} of {}",
+            self.beats_uniform_unit_keys, self.seeds
+        )
+    }
+}
+
+/// One row of the √d study: score variance and the softmax's largest
+/// weight, with and without the 1/√d scale, for keys of width d.
+pub struct ScaleRow {
+    pub d: usize,
+    pub variance_raw: f64,
+    pub variance_scaled: f64,
+    pub top_weight_raw: f64,
+    pub top_weight_scaled: f64,
+}
+
+/// For each width d: draw q, k with N(0, 1) entries (12 queries, 12 keys,
+/// `seeds` draws) and measure qᵀk and qᵀk/√d.
+pub fn scale_study(widths: &[usize], seeds: u64) -> Vec<ScaleRow> {
+    widths
+        .iter()
+        .map(|&d| {
+            let (mut raw, mut top_raw, mut top_scaled) =
+                (vec![], vec![], vec![]);
+            for seed in 0..seeds {
+                let mut rng = seeded(seed);
+                let q = randn(&mut rng, 12, d);
+                let k = randn(&mut rng, 12, d);
+                let scores = q.dot(&k.t());
+                raw.extend(scores.iter().copied());
+                let scaled = &scores / (d as f64).sqrt();
+                top_raw.push(mean_row_max(&softmax_rows(&scores)));
+                top_scaled.push(mean_row_max(&softmax_rows(&scaled)));
+            }
+            let variance_raw = variance(&raw);
+            ScaleRow {
+                d,
+                variance_raw,
+                variance_scaled: variance_raw / d as f64,
+                top_weight_raw: mean(&top_raw),
+                top_weight_scaled: mean(&top_scaled),
+            }
+        })
+        .collect()
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+fn variance(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64
+}
+
+fn mean_row_max(weights: &Array2<f64>) -> f64 {
+    let maxes: Vec<f64> = weights
+        .rows()
+        .into_iter()
+        .map(|r| r.fold(0.0, |m: f64, &w| m.max(w)))
+        .collect();
+    mean(&maxes)
+}
+
+/// The √d study as the chapter prints it.
+pub struct ScaleTable(pub Vec<ScaleRow>);
+
+impl fmt::Display for ScaleTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut table = Table::new()
+            .gap(" ")
+            .right("d", 5)
+            .right("var(q.k)", 12)
+            .right("var(q.k/√d)", 14)
+            .right("top weight q.k", 16)
+            .right("top weight q.k/√d", 18);
+        for r in &self.0 {
+            table.row([
+                r.d.to_string(),
+                format!("{:.1}", r.variance_raw),
+                format!("{:.2}", r.variance_scaled),
+                format!("{:.2}", r.top_weight_raw),
+                format!("{:.2}", r.top_weight_scaled),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    /// Shapes (N, d, m) from a single token to a few hundred.
+    const SHAPES: [(usize, usize, usize); 5] =
+        [(1, 1, 1), (2, 3, 4), (12, 8, 8), (50, 16, 5), (200, 64, 32)];
+
+    fn random_qkv(seed: u64, n: usize, d: usize, m: usize) -> Qkv {
+        let mut rng = seeded(seed);
+        Qkv {
+            q: randn(&mut rng, n, d),
+            k: randn(&mut rng, n, d),
+            v: randn(&mut rng, n, m),
+        }
+    }
+
+    #[test]
+    fn attention_weights_rows_sum_to_one() {
+        for seed in 0..10 {
+            for (n, d, m) in SHAPES {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                for mask in [Mask::None, Mask::Causal] {
+                    let a = softmax_attention(&q, &k, &v, mask).unwrap();
+                    assert!(worst_row_sum_error(&a.weights) < 1e-12);
+                    assert!(a.weights.iter().all(|&w| w >= 0.0));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn causal_weights_are_zero_above_the_diagonal() {
+        for seed in 0..10 {
+            for (n, d, m) in SHAPES {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                let a = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+                assert_eq!(largest_future_weight(&a.weights), 0.0);
+                // ... and the diagonal, always visible, gets weight.
+                assert!(a.weights.diag().iter().all(|&w| w > 0.0));
+            }
+        }
+    }
+
+    #[test]
+    fn causal_output_does_not_change_when_the_future_does() {
+        for seed in 0..10 {
+            let Qkv { q, k, v } = random_qkv(seed, 30, 8, 4);
+            let before = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+            let t = 17; // rewrite every key and value after position t
+            let mut rng = seeded(seed + 1000);
+            let (mut k2, mut v2) = (k.clone(), v.clone());
+            k2.rows_mut().into_iter().skip(t + 1).for_each(|mut r| {
+                r.assign(&randn(&mut rng, 1, 8).row(0));
+            });
+            v2.rows_mut().into_iter().skip(t + 1).for_each(|mut r| {
+                r.assign(&randn(&mut rng, 1, 4).row(0));
+            });
+            let after = softmax_attention(&q, &k2, &v2, Mask::Causal).unwrap();
+            for row in 0..=t {
+                assert_eq!(before.output.row(row), after.output.row(row));
+            }
+            assert_ne!(before.output.row(t + 1), after.output.row(t + 1));
+        }
+    }
+
+    #[test]
+    fn matrix_form_equals_the_per_query_sum() {
+        // o_t = Σ_{j≤t} exp(q_t·k_j/√d) v_j / Σ_{j≤t} exp(q_t·k_j/√d)
+        for seed in 0..10 {
+            for (n, d, m) in SHAPES {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                let a = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+                for t in 0..n {
+                    let mut num = Array1::<f64>::zeros(m);
+                    let mut z = 0.0;
+                    for j in 0..=t {
+                        let e =
+                            (q.row(t).dot(&k.row(j)) / (d as f64).sqrt()).exp();
+                        num.scaled_add(e, &v.row(j));
+                        z += e;
+                    }
+                    let o = num / z;
+                    assert_relative_eq!(
+                        a.output.row(t),
+                        o.view(),
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn softmax_rows_ignores_a_constant_added_to_a_row() {
+        for seed in 0..10 {
+            let s = randn(&mut seeded(seed), 6, 9);
+            let shifted = &s + 123.0;
+            assert_relative_eq!(
+                softmax_rows(&s),
+                softmax_rows(&shifted),
+                max_relative = 1e-12
+            );
+        }
+    }
+
+    #[test]
+    fn attention_stays_finite_at_huge_scores() {
+        // Scores of ±1e4: a naive exp would overflow to inf and give NaN.
+        for seed in 0..10 {
+            for (n, d, m) in SHAPES {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                let big = 1e4 * (d as f64).sqrt();
+                let (q, k) =
+                    (unit_rows(&q) * big.sqrt(), unit_rows(&k) * big.sqrt());
+                for mask in [Mask::None, Mask::Causal] {
+                    let a = softmax_attention(&q, &k, &v, mask).unwrap();
+                    assert!(a.weights.iter().all(|w| w.is_finite()));
+                    assert!(a.output.iter().all(|o| o.is_finite()));
+                    assert!(worst_row_sum_error(&a.weights) < 1e-12);
+                }
+            }
+        }
+        // At such scores the softmax is a hard max: all weight on the winner.
+        let q = ndarray::array![[1e4], [-1e4]];
+        let k = ndarray::array![[1.0], [-1.0]];
+        let v = ndarray::array![[10.0], [20.0]];
+        let a = softmax_attention(&q, &k, &v, Mask::None).unwrap();
+        assert_eq!(a.weights, ndarray::array![[1.0, 0.0], [0.0, 1.0]]);
+    }
+
+    #[test]
+    fn shape_mismatch_is_an_error_naming_both_shapes() {
+        let Qkv { q, k, v } = random_qkv(0, 12, 8, 8);
+        let narrow = randn(&mut seeded(1), 12, 6);
+        let msg = softmax_attention(&q, &narrow, &v, Mask::None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("q is [12, 8]") && msg.contains("k is [12, 6]"));
+        let short = randn(&mut seeded(2), 11, 8);
+        let msg = softmax_attention(&q, &k, &short, Mask::None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("k is [12, 8]") && msg.contains("v is [11, 8]"));
+    }
+
+    #[test]
+    fn empty_or_non_finite_input_is_an_error() {
+        let e = Array2::<f64>::zeros((0, 4));
+        assert!(matches!(
+            softmax_attention(&e, &e, &e, Mask::Causal),
+            Err(InputError::Empty { .. })
+        ));
+        let Qkv { mut q, k, v } = random_qkv(0, 5, 4, 4);
+        q[[3, 2]] = f64::NAN;
+        let err = softmax_attention(&q, &k, &v, Mask::None).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("non-finite value NaN in q at [3, 2]")
+        );
+    }
+
+    #[test]
+    fn projection_rejects_a_token_of_the_wrong_width() {
+        let slow = random_projections(&mut seeded(0), 16, 8, 8);
+        let x = randn(&mut seeded(1), 12, 15);
+        let msg = slow.project(&x).err().unwrap().to_string();
+        assert!(
+            msg.contains("x is [12, 15]") && msg.contains("w_q is [8, 16]")
+        );
+    }
+
+    #[test]
+    fn projection_gives_q_k_v_of_the_stated_shapes() {
+        for (n, d_model, d, m) in
+            [(1, 1, 1, 1), (12, 16, 8, 8), (40, 32, 16, 5)]
+        {
+            let slow = random_projections(&mut seeded(n as u64), d_model, d, m);
+            let x = randn(&mut seeded(7), n, d_model);
+            let Qkv { q, k, v } = slow.project(&x).unwrap();
+            assert_eq!((q.dim(), k.dim(), v.dim()), ((n, d), (n, d), (n, m)));
+            // q_t = W_Q x_t, row by row
+            for t in 0..n {
+                let q_t = slow.w_q.dot(&x.row(t));
+                assert_relative_eq!(q.row(t), q_t.view(), max_relative = 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn aligned_probe_beats_uniform_on_most_seeds() {
+        let study = probe_study(500);
+        assert!(study.beats_uniform * 100 >= 85 * 500, "{study}");
+        assert!(study.weight_on_target.median > 0.5, "{study}");
+        assert!(study.retrieval_error.median < 0.2, "{study}");
+    }
+
+    #[test]
+    fn aligned_probe_misses_only_when_another_key_scores_higher() {
+        for seed in 0..500 {
+            let (Qkv { k, v, .. }, _) = walkthrough(seed);
+            let probe = aligned_probe(&k, &v, 5, 6.0).unwrap();
+            if probe.weight_on_target <= 1.0 / 12.0 {
+                let own = k.row(5).dot(&k.row(5));
+                let rival = (0..12)
+                    .filter(|&i| i != 5)
+                    .map(|i| k.row(i).dot(&k.row(5)))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                assert!(rival > own, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn with_unit_length_keys_the_aimed_key_always_wins() {
+        for seed in 0..500 {
+            let (Qkv { k, v, .. }, _) = walkthrough(seed);
+            let k = unit_rows(&k);
+            for target in [0, 5, 11] {
+                let p = aligned_probe(&k, &v, target, 6.0).unwrap();
+                let best = p.weights.fold(0.0, |m: f64, &w| m.max(w));
+                assert_eq!(p.weight_on_target, best, "seed {seed}");
+                assert!(p.weight_on_target > 1.0 / 12.0, "seed {seed}");
+            }
+        }
+        assert_eq!(probe_study(100).beats_uniform_unit_keys, 100);
+    }
+
+    #[test]
+    fn aligned_probe_rejects_a_target_outside_the_sequence() {
+        let (Qkv { k, v, .. }, _) = walkthrough(0);
+        let msg = aligned_probe(&k, &v, 12, 6.0).err().unwrap().to_string();
+        assert!(msg.contains("target is 12") && msg.contains("12 positions"));
+    }
+
+    #[test]
+    fn scaling_by_sqrt_d_keeps_score_variance_near_one() {
+        for row in scale_study(&[4, 16, 64, 256], 50) {
+            let d = row.d as f64;
+            assert!((row.variance_scaled - 1.0).abs() < 0.1, "d = {d}");
+            assert!((row.variance_raw / d - 1.0).abs() < 0.1, "d = {d}");
+        }
+    }
+
+    #[test]
+    fn without_the_scale_the_softmax_saturates_as_d_grows() {
+        let rows = scale_study(&[4, 16, 64, 256], 50);
+        for pair in rows.windows(2) {
+            assert!(pair[1].top_weight_raw > pair[0].top_weight_raw);
+        }
+        assert!(rows.last().unwrap().top_weight_raw > 0.85);
+        for row in &rows {
+            // 12 keys: 1/12 would be uniform, 1 a hard max.
+            assert!(
+                (0.2..0.4).contains(&row.top_weight_scaled),
+                "d = {}",
+                row.d
+            );
+        }
+    }
+
+    #[test]
+    fn walkthrough_has_the_chapter_shapes() {
+        let (Qkv { q, k, v }, a) = walkthrough(WALKTHROUGH_SEED);
+        assert_eq!((q.dim(), k.dim(), v.dim()), ((12, 8), (12, 8), (12, 8)));
+        assert_eq!((a.weights.dim(), a.output.dim()), ((12, 12), (12, 8)));
+    }
+}

@@ -1,0 +1,598 @@
+//! Chapter "That matrix is the fast-weight memory": causal linear attention
+//! as a recurrence that writes one outer product per token into a memory
+//! S: (m, p), and as one masked product over the whole sequence; and the
+//! fast-weight programmer of module M2, which runs the same loop.
+//!
+//! The functions take keys and queries already passed through a feature
+//! map, phi_q, phi_k: (N, p), so any φ plugs in;
+//! [`causal_linear_attention`] applies a given φ first.
+//! Shapes: v: (N, m); outputs O: (N, m).
+
+use crate::causal::causal_scores;
+use crate::input::{InputError, check_qkv, nonempty_finite, same_rows};
+use crate::linalg::worst_row_relative_difference;
+use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
+use crate::phi::elu_plus_one;
+use crate::random::{randn, seeded};
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis};
+use std::fmt;
+
+// ANCHOR: fast_weight_write
+/// The write: memory ← memory + v kᵀ, one outer product.
+/// memory: (m, p), v: (m), k: (p).
+pub fn fast_weight_write(
+    memory: &mut Array2<f64>,
+    v: &ArrayRef1<f64>,
+    k: &ArrayRef1<f64>,
+) {
+    let column = v.view().insert_axis(Axis(1)); // v as (m, 1)
+    let row = k.view().insert_axis(Axis(0)); // kᵀ as (1, p)
+    *memory += &column.dot(&row);
+}
+// ANCHOR_END: fast_weight_write
+
+// ANCHOR: linear_attention_recurrent
+/// Causal linear attention as a recurrence over tokens:
+/// S_t = S_{t−1} + v_t φ(k_t)ᵀ,  z_t = z_{t−1} + φ(k_t),
+/// o_t = S_t φ(q_t) / z_tᵀ φ(q_t).
+/// phi_q, phi_k: (N, p), v: (N, m); returns O: (N, m).
+pub fn linear_attention_recurrent(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut s = Array2::zeros((m, p)); // S_0 = 0
+    let mut z = Array1::zeros(p); // z_0 = 0
+    let mut o = Array2::zeros((n, m));
+    for t in 0..n {
+        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // write
+        z += &phi_k.row(t);
+        let phi_q_t = phi_q.row(t);
+        let read = s.dot(&phi_q_t) / z.dot(&phi_q_t); // read
+        o.row_mut(t).assign(&read);
+    }
+    Ok(o)
+}
+// ANCHOR_END: linear_attention_recurrent
+
+// ANCHOR: linear_attention_parallel
+/// Causal linear attention in one masked product over the sequence:
+/// O = (tril(Φ_Q Φ_Kᵀ) V) / (tril(Φ_Q Φ_Kᵀ) 1), row by row.
+/// phi_q, phi_k: (N, p), v: (N, m); returns O: (N, m).
+pub fn linear_attention_parallel(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    let scores = causal_scores(phi_q, phi_k); // (N, N), N from the input
+    let numerator = scores.dot(v); // (N, m)
+    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
+    Ok(numerator / denominator)
+}
+// ANCHOR_END: linear_attention_parallel
+
+// ANCHOR: causal_linear_attention
+/// Causal linear attention with the feature map `phi` applied to the rows
+/// of q and k first. q, k: (N, d), v: (N, m); returns O: (N, m).
+pub fn causal_linear_attention(
+    q: &ArrayRef2<f64>,
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    phi: impl Fn(&ArrayRef2<f64>) -> Array2<f64>,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(q, k, v, true)?;
+    linear_attention_recurrent(&phi(q), &phi(k), v)
+}
+// ANCHOR_END: causal_linear_attention
+
+// ANCHOR: fast_weight_loop
+/// The fast-weight loop: from M_0 = 0, for each t write
+/// M_t = M_{t−1} + v_t k_tᵀ and read y_t = M_t q_t. No denominator.
+/// q, k: (N, d), v: (N, m); returns Y: (N, m).
+pub fn fast_weight_loop(
+    q: &ArrayRef2<f64>,
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(q, k, v, true)?;
+    let mut memory = Array2::zeros((v.ncols(), k.ncols())); // M: (m, d)
+    let mut y = Array2::zeros((q.nrows(), v.ncols()));
+    for t in 0..q.nrows() {
+        fast_weight_write(&mut memory, &v.row(t), &k.row(t)); // program
+        y.row_mut(t).assign(&memory.dot(&q.row(t))); // run
+    }
+    Ok(y)
+}
+// ANCHOR_END: fast_weight_loop
+
+// ANCHOR: fast_weight_programmer
+/// M2's fast-weight programmer: the slow weights turn each x_t into q_t,
+/// k_t, v_t; keys and queries are scaled to unit length; the fast-weight
+/// loop writes and reads the memory. x: (N, d_model); returns Y: (N, m).
+pub fn fast_weight_programmer(
+    x: &ArrayRef2<f64>,
+    slow: &Projections,
+) -> Result<Array2<f64>, InputError> {
+    let Qkv { q, k, v } = slow.project(x)?;
+    fast_weight_loop(&unit_rows(&q), &unit_rows(&k), &v)
+}
+// ANCHOR_END: fast_weight_programmer
+
+// ANCHOR: fast_weights_walkthrough
+/// The running example of "Attention, from scratch" (N = 12, d = m = 8),
+/// read by causal linear attention with φ = elu+1, both ways.
+pub fn fast_weights_walkthrough(seed: u64) -> [Array2<f64>; 2] {
+    let (Qkv { q, k, v }, _) = walkthrough(seed);
+    let (phi_q, phi_k) = (elu_plus_one(&q), elu_plus_one(&k));
+    let recurrent = linear_attention_recurrent(&phi_q, &phi_k, &v)
+        .expect("q, k, v come from one projection");
+    let parallel = linear_attention_parallel(&phi_q, &phi_k, &v)
+        .expect("q, k, v come from one projection");
+    [recurrent, parallel]
+}
+// ANCHOR_END: fast_weights_walkthrough
+
+/// The memory after each token, S_1, …, S_N, written one outer product at
+/// a time. phi_k: (N, p), v: (N, m); each S_t: (m, p).
+pub fn memory_trace(
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<Vec<Array2<f64>>, InputError> {
+    nonempty_finite("phi_k", phi_k)?;
+    nonempty_finite("v", v)?;
+    same_rows(("phi_k", phi_k), ("v", v), "each key has one value")?;
+    let mut s = Array2::zeros((v.ncols(), phi_k.ncols()));
+    let trace = phi_k.rows().into_iter().zip(v.rows()).map(|(k, v)| {
+        fast_weight_write(&mut s, &v, &k);
+        s.clone()
+    });
+    Ok(trace.collect())
+}
+
+/// What the chapter prints about the running example.
+pub struct WalkthroughReport {
+    pub seed: u64,
+    pub n: usize,
+    pub p: usize,
+    pub m: usize,
+    pub output_shape: (usize, usize),
+    pub difference: f64,
+}
+
+/// Run the running example and measure it.
+pub fn walkthrough_report(seed: u64) -> WalkthroughReport {
+    let [recurrent, parallel] = fast_weights_walkthrough(seed);
+    let (Qkv { k, v, .. }, _) = walkthrough(seed);
+    WalkthroughReport {
+        seed,
+        n: k.nrows(),
+        p: k.ncols(),
+        m: v.ncols(),
+        output_shape: recurrent.dim(),
+        difference: worst_row_relative_difference(&recurrent, &parallel),
+    }
+}
+
+impl fmt::Display for WalkthroughReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (n, p, m) = (self.n, self.p, self.m);
+        writeln!(f, "fast_weights_walkthrough(seed = {})", self.seed)?;
+        writeln!(f, "phi = elu+1, N = {n}, p = {p}, m = {m}")?;
+        writeln!(
+            f,
+            "recurrent form holds S: ({m}, {p}) and z: ({p}) = {} floats \
+             at every step",
+            m * p + p
+        )?;
+        writeln!(
+            f,
+            "parallel form builds tril(Phi_Q Phi_K^T): ({n}, {n}) = {} floats",
+            n * n
+        )?;
+        writeln!(f, "both return O: {:?}", self.output_shape)?;
+        write!(
+            f,
+            "largest |row of recurrent - row of parallel| / |row|: {:.1e}",
+            self.difference
+        )
+    }
+}
+
+/// One length of the agreement study.
+pub struct AgreementRow {
+    pub n: usize,
+    /// Largest row-relative difference, recurrent vs parallel, over seeds.
+    pub recurrent_vs_parallel: f64,
+    /// The same for the recurrence vs the fast-weight loop on φ(k), φ(q),
+    /// divided by the loop's read of a memory that stores the value 1.
+    pub recurrent_vs_loop: f64,
+}
+
+/// Random q, k: (N, 8), v: (N, 8) from seeds 0..seeds, φ = elu+1.
+pub fn agreement_study(lengths: &[usize], seeds: u64) -> Vec<AgreementRow> {
+    lengths
+        .iter()
+        .map(|&n| {
+            let (mut vs_parallel, mut vs_loop) = (0.0_f64, 0.0_f64);
+            for seed in 0..seeds {
+                let mut rng = seeded(seed);
+                let phi_q = elu_plus_one(&randn(&mut rng, n, 8));
+                let phi_k = elu_plus_one(&randn(&mut rng, n, 8));
+                let v = randn(&mut rng, n, 8);
+                let rec = linear_attention_recurrent(&phi_q, &phi_k, &v)
+                    .expect("shapes agree");
+                let par = linear_attention_parallel(&phi_q, &phi_k, &v)
+                    .expect("shapes agree");
+                let via_loop = loop_with_normaliser(&phi_q, &phi_k, &v);
+                vs_parallel =
+                    vs_parallel.max(worst_row_relative_difference(&rec, &par));
+                vs_loop =
+                    vs_loop.max(worst_row_relative_difference(&rec, &via_loop));
+            }
+            AgreementRow {
+                n,
+                recurrent_vs_parallel: vs_parallel,
+                recurrent_vs_loop: vs_loop,
+            }
+        })
+        .collect()
+}
+
+/// The fast-weight loop on φ(q), φ(k), divided by its own read of a memory
+/// whose every value is 1: that read is Σ_{j≤t} φ(k_j)ᵀφ(q_t) = z_tᵀφ(q_t).
+pub fn loop_with_normaliser(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Array2<f64> {
+    let ones = Array2::ones((v.nrows(), 1));
+    let numerator = fast_weight_loop(phi_q, phi_k, v).expect("shapes agree");
+    let denominator = fast_weight_loop(phi_q, phi_k, &ones).expect("same");
+    numerator / denominator
+}
+
+/// The agreement study as the chapter prints it.
+pub struct AgreementTable {
+    pub seeds: u64,
+    pub rows: Vec<AgreementRow>,
+}
+
+impl fmt::Display for AgreementTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "phi = elu+1, d = m = 8, seeds 0..{}; largest |row difference| \
+             / |row|",
+            self.seeds
+        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .right("recurrent vs parallel", 22)
+            .right("recurrent vs fast-weight loop / z", 32);
+        for r in &self.rows {
+            let exact = |x: f64| match x {
+                0.0 => "0 (bit for bit)".to_string(),
+                x => format!("{x:.1e}"),
+            };
+            table.row([
+                r.n.to_string(),
+                format!("{:.1e}", r.recurrent_vs_parallel),
+                (exact(r.recurrent_vs_loop)).to_string(),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::m3::attention::random_projections;
+    use crate::m3::delete_softmax::{
+        RANK_TOL, linear_attention_memory_first, numerical_rank,
+        sequence_memory,
+    };
+    use approx::assert_relative_eq;
+    use ndarray::{array, s};
+
+    fn random(seed: u64, n: usize, d: usize, m: usize) -> [Array2<f64>; 3] {
+        let mut rng = seeded(seed);
+        let phi_q = elu_plus_one(&randn(&mut rng, n, d));
+        let phi_k = elu_plus_one(&randn(&mut rng, n, d));
+        [phi_q, phi_k, randn(&mut rng, n, m)]
+    }
+
+    /// Lengths from one token to a couple of thousand, including lengths
+    /// on either side of powers of two.
+    const LENGTHS: [usize; 12] =
+        [1, 2, 3, 5, 12, 17, 63, 64, 65, 255, 1000, 2000];
+
+    #[test]
+    fn fast_weight_write_adds_one_outer_product() {
+        let mut memory = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        fast_weight_write(
+            &mut memory,
+            &array![10.0, -1.0],
+            &array![1., 0., 2.],
+        );
+        assert_eq!(memory, array![[11.0, 2.0, 23.0], [3.0, 5.0, 4.0]]);
+        // Reading the written key returns v scaled by ‖k‖², plus the rest.
+        for seed in 0..5 {
+            let mut rng = seeded(seed);
+            let (v, k) = (randn(&mut rng, 1, 6), randn(&mut rng, 1, 4));
+            let mut m = Array2::zeros((6, 4));
+            fast_weight_write(&mut m, &v.row(0), &k.row(0));
+            let read = m.dot(&k.row(0));
+            let want = &v.row(0) * k.row(0).dot(&k.row(0));
+            assert_relative_eq!(read, want, max_relative = 1e-12);
+        }
+    }
+
+    #[test]
+    fn recurrent_form_equals_parallel_form() {
+        for (i, &n) in LENGTHS.iter().enumerate() {
+            let seeds = if n > 500 { 3 } else { 10 };
+            let (p, m) = ([8, 4, 16][i % 3], [8, 1, 5][i % 3]);
+            for seed in 0..seeds {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let rec =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                let par =
+                    linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+                assert_eq!(rec.dim(), (n, m));
+                assert_relative_eq!(
+                    rec,
+                    par,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                if m > 1 {
+                    let gap = worst_row_relative_difference(&rec, &par);
+                    assert!(gap < 1e-12, "N = {n}, seed {seed}: {gap:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_form_takes_its_length_from_the_input() {
+        // Two calls of different lengths in a row: the mask of one must not
+        // leak into the other, and a prefix gives the prefix's outputs.
+        let [phi_q, phi_k, v] = random(7, 40, 6, 3);
+        let full = linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+        for n in [1, 9, 40] {
+            let cut = |a: &Array2<f64>| a.slice(s![..n, ..]).to_owned();
+            let part =
+                linear_attention_parallel(&cut(&phi_q), &cut(&phi_k), &cut(&v))
+                    .unwrap();
+            assert_eq!(part.dim(), (n, 3));
+            assert_relative_eq!(
+                part,
+                full.slice(s![..n, ..]),
+                max_relative = 1e-12
+            );
+        }
+    }
+
+    #[test]
+    fn causal_output_does_not_change_when_the_future_does() {
+        for seed in 0..5 {
+            let [phi_q, phi_k, v] = random(seed, 30, 8, 4);
+            let [_, phi_k2, v2] = random(seed + 100, 30, 8, 4);
+            let t = 17; // replace every key and value after position t
+            let mut k_new = phi_k.clone();
+            let mut v_new = v.clone();
+            k_new
+                .slice_mut(s![t + 1.., ..])
+                .assign(&phi_k2.slice(s![t + 1.., ..]));
+            v_new
+                .slice_mut(s![t + 1.., ..])
+                .assign(&v2.slice(s![t + 1.., ..]));
+            for form in [linear_attention_recurrent, linear_attention_parallel]
+            {
+                let before = form(&phi_q, &phi_k, &v).unwrap();
+                let after = form(&phi_q, &k_new, &v_new).unwrap();
+                assert_eq!(
+                    before.slice(s![..=t, ..]),
+                    after.slice(s![..=t, ..])
+                );
+                assert_ne!(before.row(t + 1), after.row(t + 1));
+            }
+        }
+    }
+
+    #[test]
+    fn last_causal_output_equals_the_non_causal_read() {
+        // After the last token the memory holds the whole sequence, so the
+        // last query reads what the memory-first grouping reads.
+        for seed in 0..5 {
+            for n in [1, 12, 300] {
+                let [phi_q, phi_k, v] = random(seed, n, 8, 5);
+                let rec =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                let all =
+                    linear_attention_memory_first(&phi_q, &phi_k, &v).unwrap();
+                assert_relative_eq!(
+                    rec.row(n - 1),
+                    all.row(n - 1),
+                    max_relative = 1e-10
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn linear_attention_is_the_fast_weight_loop_with_phi_keys_plus_a_normaliser()
+     {
+        // M2's loop run on φ(k), φ(q) gives the numerator S_t φ(q_t); run on
+        // values that are all 1 it gives the denominator z_tᵀφ(q_t).
+        for (n, seeds) in [(1, 10), (12, 10), (200, 10), (4000, 2)] {
+            for seed in 0..seeds {
+                let [phi_q, phi_k, v] = random(seed, n, 8, 8);
+                let rec =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                // Not just close: the same operations, bit for bit.
+                let via_loop = loop_with_normaliser(&phi_q, &phi_k, &v);
+                assert_eq!(rec, via_loop, "N = {n}, seed {seed}");
+                // Without the normaliser the outputs are not averages: they
+                // grow with t. The loop alone is not linear attention.
+                let raw = fast_weight_loop(&phi_q, &phi_k, &v).unwrap();
+                if n > 1 {
+                    assert!(worst_row_relative_difference(&raw, &rec) > 0.5);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_weight_programmer_is_unnormalised_masked_attention_on_unit_keys() {
+        for seed in 0..10 {
+            for (n, d_model, d, m) in
+                [(1, 4, 2, 3), (12, 16, 8, 8), (90, 8, 5, 4)]
+            {
+                let mut rng = seeded(seed);
+                let slow = random_projections(&mut rng, d_model, d, m);
+                let x = randn(&mut rng, n, d_model);
+                let y = fast_weight_programmer(&x, &slow).unwrap();
+                // y_t = Σ_{j≤t} (k̂_jᵀ q̂_t) v_j, all at once.
+                let Qkv { q, k, v } = slow.project(&x).unwrap();
+                let (q, k) = (unit_rows(&q), unit_rows(&k));
+                let mut scores = q.dot(&k.t());
+                scores.indexed_iter_mut().for_each(|((t, j), s)| {
+                    if j > t {
+                        *s = 0.0;
+                    }
+                });
+                let scale = (n as f64).sqrt();
+                assert_relative_eq!(
+                    y,
+                    scores.dot(&v),
+                    max_relative = 1e-10,
+                    epsilon = 1e-12 * scale
+                );
+                // Unit keys and queries: a key reads itself with weight 1.
+                assert!(
+                    k.rows()
+                        .into_iter()
+                        .all(|r| { (r.dot(&r) - 1.0).abs() < 1e-12 })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn convenience_form_applies_phi_then_the_recurrence() {
+        for seed in 0..5 {
+            let mut rng = seeded(seed);
+            let q = randn(&mut rng, 20, 6);
+            let k = randn(&mut rng, 20, 6);
+            let v = randn(&mut rng, 20, 3);
+            let o = causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
+            let want = linear_attention_parallel(
+                &elu_plus_one(&q),
+                &elu_plus_one(&k),
+                &v,
+            )
+            .unwrap();
+            assert_relative_eq!(o, want, max_relative = 1e-10, epsilon = 1e-12);
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_problem() {
+        let [phi_q, phi_k, v] = random(0, 12, 8, 4);
+        let short = randn(&mut seeded(1), 11, 8);
+        let short_v = randn(&mut seeded(1), 11, 4);
+        for form in [
+            linear_attention_recurrent,
+            linear_attention_parallel,
+            fast_weight_loop,
+        ] {
+            // A causal read needs one key per query.
+            let msg = form(&phi_q, &short, &short_v).err().unwrap().to_string();
+            assert!(
+                msg.contains("q is [12, 8]") && msg.contains("k is [11, 8]")
+            );
+            let msg = form(&phi_q, &phi_k, &short).err().unwrap().to_string();
+            assert!(
+                msg.contains("k is [12, 8]") && msg.contains("v is [11, 8]")
+            );
+            let e = Array2::<f64>::zeros((0, 8));
+            assert!(matches!(form(&e, &e, &e), Err(InputError::Empty { .. })));
+            let mut bad = phi_k.clone();
+            bad[[3, 3]] = f64::NAN;
+            let err = form(&phi_q, &bad, &v).err().unwrap().to_string();
+            assert!(err.contains("NaN in k at [3, 3]"), "{err}");
+        }
+        let slow = random_projections(&mut seeded(0), 16, 8, 8);
+        let x = randn(&mut seeded(1), 12, 15);
+        let msg = fast_weight_programmer(&x, &slow).err().unwrap().to_string();
+        assert!(
+            msg.contains("x is [12, 15]") && msg.contains("w_q is [8, 16]")
+        );
+    }
+
+    #[test]
+    fn state_after_t_tokens_is_the_memory_of_the_first_t_tokens() {
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 40, 6, 3);
+            let trace = memory_trace(&phi_k, &v).unwrap();
+            assert_eq!(trace.len(), 40);
+            for (t, s_t) in trace.iter().enumerate() {
+                let prefix = s![..=t, ..];
+                let memory =
+                    sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));
+                assert_relative_eq!(*s_t, memory.s, max_relative = 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn memory_after_t_writes_has_rank_min_t_m_p() {
+        for seed in 0..5 {
+            for (p, m) in [(8, 8), (4, 6), (6, 3)] {
+                let [_, phi_k, v] = random(seed, 12, p, m);
+                let trace = memory_trace(&phi_k, &v).unwrap();
+                for (t, s_t) in trace.iter().enumerate() {
+                    let rank = numerical_rank(s_t, RANK_TOL);
+                    assert_eq!(rank, (t + 1).min(m).min(p), "seed {seed}");
+                }
+            }
+        }
+        let e = Array2::<f64>::zeros((0, 3));
+        assert!(memory_trace(&e, &e).is_err());
+    }
+
+    #[test]
+    fn outputs_are_weighted_averages_of_past_values() {
+        // With φ > 0 every weight is positive, so each entry of o_t lies
+        // between the smallest and largest of that entry over v_1 … v_t.
+        for seed in 0..10 {
+            for (n, p, m) in [(1, 1, 1), (12, 8, 8), (300, 16, 5)] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let o = linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                for t in 0..n {
+                    for c in 0..m {
+                        let past = v.slice(s![..=t, c]);
+                        let lo = past.fold(f64::INFINITY, |a, &b| a.min(b));
+                        let hi = past.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                        let slack = 1e-12 * (hi - lo).max(1.0);
+                        assert!(o[[t, c]] >= lo - slack, "seed {seed}");
+                        assert!(o[[t, c]] <= hi + slack, "seed {seed}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn walkthrough_forms_agree() {
+        let report = walkthrough_report(0);
+        assert_eq!(report.output_shape, (12, 8));
+        assert!(report.difference < 1e-12);
+    }
+}

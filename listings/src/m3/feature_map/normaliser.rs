@@ -1,0 +1,335 @@
+//! Chapter "The feature map φ": the first job of φ. Causal linear attention
+//! divides every read by z_tᵀφ(q_t), and that division is an average only
+//! while the denominator is positive. elu+1 keeps it positive; a map with
+//! negative features, such as the identity, does not, and a map with zero
+//! features, such as relu, can leave it at zero.
+//!
+//! Shapes: phi_q, phi_k: (N, p), v: (N, m).
+
+use crate::input::{InputError, nonempty_finite, same_cols, same_rows};
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::phi::elu_plus_one;
+use crate::random::{randn, seeded};
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef2};
+use std::fmt;
+
+// ANCHOR: causal_denominators
+/// The normaliser of every causal read, z_tᵀφ(q_t) with
+/// z_t = Σ_{j≤t} φ(k_j). phi_q, phi_k: (N, p); returns (N).
+pub fn causal_denominators(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+) -> Result<Array1<f64>, InputError> {
+    nonempty_finite("phi_q", phi_q)?;
+    nonempty_finite("phi_k", phi_k)?;
+    same_cols(("phi_q", phi_q), ("phi_k", phi_k), "one feature width p")?;
+    same_rows(("phi_q", phi_q), ("phi_k", phi_k), "one key per query")?;
+    let mut z = Array1::zeros(phi_k.ncols()); // z_0 = 0
+    let denominators =
+        phi_q.rows().into_iter().zip(phi_k.rows()).map(|(q, k)| {
+            z += &k; // z_t = z_{t−1} + φ(k_t)
+            z.dot(&q)
+        });
+    Ok(denominators.collect())
+}
+// ANCHOR_END: causal_denominators
+
+// ANCHOR: candidate_maps
+/// A feature map to try in the normaliser: its name and the map itself,
+/// applied to every entry of x: (N, d), so p = d.
+pub struct Candidate {
+    pub name: &'static str,
+    pub phi: fn(&ArrayRef2<f64>) -> Array2<f64>,
+}
+
+/// elu+1, positive; relu, never negative but often zero; the identity,
+/// φ(x) = x, with features of either sign.
+pub const CANDIDATES: [Candidate; 3] = [
+    Candidate {
+        name: "elu+1",
+        phi: |x| elu_plus_one(x),
+    },
+    Candidate {
+        name: "relu",
+        phi: |x| x.mapv(|x| x.max(0.0)),
+    },
+    Candidate {
+        name: "identity",
+        phi: |x| x.to_owned(),
+    },
+];
+// ANCHOR_END: candidate_maps
+
+/// What one feature map does to the normaliser over many random sequences.
+pub struct NormaliserRow {
+    pub name: &'static str,
+    /// Denominators below zero, exactly zero, and in all.
+    pub negative: usize,
+    pub zero: usize,
+    pub reads: usize,
+    /// Outputs (rows) with an entry that is NaN or infinite.
+    pub non_finite: usize,
+    /// Finite outputs with an entry outside the range of that entry over
+    /// the values seen so far: not a weighted average.
+    pub outside: usize,
+    /// Largest |entry| of a finite output over the largest |entry| of v.
+    pub largest_ratio: f64,
+}
+
+/// Run every candidate map over random q, k: (n, d) and v: (n, d), seeds
+/// 0..seeds, through the recurrent form of causal linear attention.
+pub fn normaliser_study(n: usize, d: usize, seeds: u64) -> NormaliserStudy {
+    let rows = CANDIDATES
+        .iter()
+        .map(|c| {
+            let mut row = NormaliserRow {
+                name: c.name,
+                negative: 0,
+                zero: 0,
+                reads: 0,
+                non_finite: 0,
+                outside: 0,
+                largest_ratio: 0.0,
+            };
+            for seed in 0..seeds {
+                let mut rng = seeded(seed);
+                let q = randn(&mut rng, n, d);
+                let k = randn(&mut rng, n, d);
+                let v = randn(&mut rng, n, d);
+                let (phi_q, phi_k) = ((c.phi)(&q), (c.phi)(&k));
+                let den = causal_denominators(&phi_q, &phi_k)
+                    .expect("q and k have one shape");
+                row.negative += den.iter().filter(|&&x| x < 0.0).count();
+                row.zero += den.iter().filter(|&&x| x == 0.0).count();
+                row.reads += den.len();
+                let o = linear_attention_recurrent(&phi_q, &phi_k, &v)
+                    .expect("q, k and v have one shape");
+                tally_outputs(&o, &v, &mut row);
+            }
+            row
+        })
+        .collect();
+    NormaliserStudy { n, d, seeds, rows }
+}
+
+fn tally_outputs(o: &Array2<f64>, v: &Array2<f64>, row: &mut NormaliserRow) {
+    let v_max = v.fold(0.0_f64, |a, &x| a.max(x.abs()));
+    for t in 0..o.nrows() {
+        let out = o.row(t);
+        if out.iter().any(|x| !x.is_finite()) {
+            row.non_finite += 1;
+            continue;
+        }
+        let past = v.slice(ndarray::s![..=t, ..]);
+        let outside = (0..o.ncols()).any(|c| {
+            let column = past.column(c);
+            let lo = column.fold(f64::INFINITY, |a, &b| a.min(b));
+            let hi = column.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            let slack = 1e-12 * (hi - lo).max(1.0);
+            out[c] < lo - slack || out[c] > hi + slack
+        });
+        row.outside += usize::from(outside);
+        let o_max = out.fold(0.0_f64, |a, &x| a.max(x.abs()));
+        row.largest_ratio = row.largest_ratio.max(o_max / v_max);
+    }
+}
+
+/// The normaliser study as the chapter prints it.
+pub struct NormaliserStudy {
+    pub n: usize,
+    pub d: usize,
+    pub seeds: u64,
+    pub rows: Vec<NormaliserRow>,
+}
+
+impl fmt::Display for NormaliserStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "random q, k, v with N = {} tokens, d = p = m = {}, seeds 0..{}",
+            self.n, self.d, self.seeds
+        )?;
+        let reads = self.rows.first().map_or(0, |r| r.reads);
+        writeln!(f, "{reads} causal reads per map")?;
+        let mut table = Table::new()
+            .right("phi", 9)
+            .right("denom. < 0", 11)
+            .right("denom. 0", 9)
+            .right("non-finite reads", 16)
+            .right("reads not averages", 18)
+            .right("max |o| / max |v|", 17);
+        for r in &self.rows {
+            table.row([
+                r.name.to_string(),
+                r.negative.to_string(),
+                r.zero.to_string(),
+                r.non_finite.to_string(),
+                r.outside.to_string(),
+                format!("{:.1}", r.largest_ratio),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::m3::fast_weight_memory::linear_attention_parallel;
+    use approx::assert_relative_eq;
+    use ndarray::array;
+
+    fn candidate(name: &str) -> fn(&ArrayRef2<f64>) -> Array2<f64> {
+        CANDIDATES.iter().find(|c| c.name == name).unwrap().phi
+    }
+
+    #[test]
+    fn elu_plus_one_denominators_are_positive() {
+        for seed in 0..20 {
+            for (n, d) in [(1, 1), (12, 8), (300, 16), (1000, 64)] {
+                for scale in [0.1, 1.0, 10.0] {
+                    let mut rng = seeded(seed);
+                    let q = randn(&mut rng, n, d) * scale;
+                    let k = randn(&mut rng, n, d) * scale;
+                    let den = causal_denominators(
+                        &elu_plus_one(&q),
+                        &elu_plus_one(&k),
+                    )
+                    .unwrap();
+                    assert!(den.iter().all(|&x| x > 0.0), "seed {seed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn causal_denominators_are_the_row_sums_of_the_masked_scores() {
+        for seed in 0..5 {
+            let mut rng = seeded(seed);
+            let phi_q = elu_plus_one(&randn(&mut rng, 30, 6));
+            let phi_k = elu_plus_one(&randn(&mut rng, 30, 6));
+            let den = causal_denominators(&phi_q, &phi_k).unwrap();
+            // The same numbers as the parallel form's row sums of
+            // tril(Φ_Q Φ_Kᵀ), computed from a running z instead.
+            let scores = crate::causal::causal_scores(&phi_q, &phi_k);
+            let sums = scores.sum_axis(ndarray::Axis(1));
+            assert_relative_eq!(den, sums, max_relative = 1e-12);
+        }
+    }
+
+    #[test]
+    fn identity_map_gives_denominators_of_both_signs() {
+        let study = normaliser_study(200, 8, 20);
+        let id = study.rows.iter().find(|r| r.name == "identity").unwrap();
+        assert!(id.negative * 5 > id.reads, "{study}");
+        assert!(id.negative * 5 < 4 * id.reads, "{study}");
+        let elu = study.rows.iter().find(|r| r.name == "elu+1").unwrap();
+        assert_eq!((elu.negative, elu.zero, elu.non_finite), (0, 0, 0));
+    }
+
+    #[test]
+    fn identity_map_reads_are_not_averages_of_the_values() {
+        let study = normaliser_study(200, 8, 20);
+        let id = study.rows.iter().find(|r| r.name == "identity").unwrap();
+        assert!(id.outside * 4 > id.reads, "{study}");
+        assert!(id.largest_ratio > 10.0, "{study}");
+        // elu+1 and relu, where finite, stay averages.
+        for name in ["elu+1", "relu"] {
+            let r = study.rows.iter().find(|r| r.name == name).unwrap();
+            assert_eq!(r.outside, 0, "{name}");
+            assert!(r.largest_ratio <= 1.0 + 1e-12, "{name}");
+        }
+    }
+
+    #[test]
+    fn identity_map_can_divide_by_exactly_zero() {
+        // Keys e₁ and e₂, z₂ = (1, 1); the query (1, −1) is orthogonal to
+        // it, so z₂ᵀφ(q₂) = 0 while S₂φ(q₂) = v₁ − v₂ is not.
+        let k = array![[1.0, 0.0], [0.0, 1.0]];
+        let q = array![[1.0, 0.0], [1.0, -1.0]];
+        let v = array![[1.0, 2.0], [3.0, 5.0]];
+        let phi = candidate("identity");
+        let den = causal_denominators(&phi(&q), &phi(&k)).unwrap();
+        assert_eq!(den, array![1.0, 0.0]);
+        for form in [linear_attention_recurrent, linear_attention_parallel] {
+            let o = form(&phi(&q), &phi(&k), &v).unwrap();
+            assert_eq!(o.row(0), v.row(0));
+            assert!(o.row(1).iter().all(|x| x.is_infinite()));
+        }
+        // elu+1 on the same sequence: a positive denominator, an average.
+        let phi = candidate("elu+1");
+        let o = linear_attention_recurrent(&phi(&q), &phi(&k), &v).unwrap();
+        assert!(o.iter().all(|x| x.is_finite()));
+    }
+
+    #[test]
+    fn relu_map_can_leave_a_query_with_nothing_to_read() {
+        // A query with no positive entry has φ(q) = 0: numerator and
+        // denominator are both 0, and 0 / 0 is NaN.
+        let k = array![[1.0, 2.0], [0.5, 1.0]];
+        let q = array![[1.0, 1.0], [-1.0, -3.0]];
+        let v = array![[1.0, 2.0], [3.0, 5.0]];
+        let phi = candidate("relu");
+        let den = causal_denominators(&phi(&q), &phi(&k)).unwrap();
+        assert_eq!(den[1], 0.0);
+        let o = linear_attention_recurrent(&phi(&q), &phi(&k), &v).unwrap();
+        assert!(o.row(0).iter().all(|x| x.is_finite()));
+        assert!(o.row(1).iter().all(|x| x.is_nan()));
+        // An ε in the denominator turns 0 / 0 into 0 / ε = 0: finite, and
+        // no average of the values either.
+        let numerator = crate::m3::fast_weight_memory::fast_weight_loop(
+            &phi(&q),
+            &phi(&k),
+            &v,
+        )
+        .unwrap();
+        let guarded = &numerator.row(1) / (den[1] + 1e-6);
+        assert!(guarded.iter().all(|&x| x == 0.0));
+        // Over random sequences it happens too, about once in 2^d queries.
+        let study = normaliser_study(200, 8, 20);
+        let relu = study.rows.iter().find(|r| r.name == "relu").unwrap();
+        assert!(relu.zero > 0 && relu.negative == 0, "{study}");
+        assert_eq!(relu.non_finite, relu.zero, "{study}");
+    }
+
+    #[test]
+    fn an_epsilon_in_the_denominator_does_not_rescue_the_identity_map() {
+        // The reference code adds ε = 1e-6 to the denominator. That keeps
+        // the division finite, but a denominator near zero or below it
+        // still gives reads far outside the values.
+        let eps = 1e-6;
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let (q, k) = (randn(&mut rng, 200, 8), randn(&mut rng, 200, 8));
+            let v = randn(&mut rng, 200, 8);
+            let den = causal_denominators(&q, &k).unwrap();
+            let numerator =
+                crate::m3::fast_weight_memory::fast_weight_loop(&q, &k, &v)
+                    .unwrap();
+            let v_max = v.fold(0.0_f64, |a, &x| a.max(x.abs()));
+            let largest = (0..200)
+                .map(|t| {
+                    let o = &numerator.row(t) / (den[t] + eps);
+                    o.fold(0.0_f64, |a, &x| a.max(x.abs()))
+                })
+                .fold(0.0_f64, f64::max);
+            assert!(largest > 10.0 * v_max, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn denominators_reject_mismatched_or_empty_input() {
+        let a = Array2::<f64>::ones((5, 3));
+        let b = Array2::<f64>::ones((5, 4));
+        let msg = causal_denominators(&a, &b).unwrap_err().to_string();
+        assert!(msg.contains("phi_q is [5, 3]") && msg.contains("[5, 4]"));
+        let short = Array2::<f64>::ones((4, 3));
+        assert!(causal_denominators(&a, &short).is_err());
+        let e = Array2::<f64>::zeros((0, 3));
+        assert!(matches!(
+            causal_denominators(&e, &e),
+            Err(InputError::Empty { .. })
+        ));
+    }
+}

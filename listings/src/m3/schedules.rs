@@ -1,0 +1,919 @@
+//! Chapter "Two faces of one computation": one causal function and three
+//! schedules for it. The parallel form builds the masked N × N scores, the
+//! recurrent form carries S: (m, p) and z: (p) one token at a time, and the
+//! chunkwise form does both: a masked product inside each chunk of C
+//! tokens, the carried state between chunks. Then why they agree (the
+//! state's Jacobian is the identity), what each one holds, and how long
+//! each one takes on the machine that builds the book.
+//!
+//! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
+
+use crate::causal::causal_scores;
+use crate::input::{InputError, check_chunk, check_qkv};
+use crate::m3::cost::{
+    bytes, fixed_state_floats, group_digits, score_matrix_floats,
+};
+use crate::m3::delete_softmax::{
+    Memory, linear_attention_memory_first, linear_attention_scores_first,
+    sequence_memory,
+};
+use crate::m3::fast_weight_memory::{
+    linear_attention_parallel, linear_attention_recurrent,
+};
+use crate::measure::{Clock, Machine, time_once};
+use crate::phi::elu_plus_one;
+use crate::random::{randn, seeded};
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
+use std::fmt;
+
+// ANCHOR: chunk_step
+/// One chunk of c tokens, given the memory S: (m, p) and z: (p) of every
+/// earlier chunk:
+/// O = (Φ_Q Sᵀ + tril(Φ_Q Φ_Kᵀ) V) / (Φ_Q z + tril(Φ_Q Φ_Kᵀ) 1),
+/// then S ← S + Vᵀ Φ_K and z ← z + Φ_Kᵀ 1.
+/// phi_q, phi_k: (c, p), v: (c, m); returns O: (c, m).
+pub fn chunk_step(
+    memory: &mut Memory,
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Array2<f64> {
+    let scores = causal_scores(phi_q, phi_k); // inside the chunk: (c, c)
+    let numerator = phi_q.dot(&memory.s.t()) + scores.dot(v); // (c, m)
+    let denominator = phi_q.dot(&memory.z) + scores.sum_axis(Axis(1));
+    let written = sequence_memory(phi_k, v); // this chunk's writes
+    memory.s += &written.s;
+    memory.z += &written.z;
+    numerator / denominator.insert_axis(Axis(1))
+}
+// ANCHOR_END: chunk_step
+
+// ANCHOR: linear_attention_chunkwise
+/// Causal linear attention in chunks of `chunk` tokens (the last chunk may
+/// be shorter), carrying S and z from chunk to chunk.
+/// phi_q, phi_k: (N, p), v: (N, m), chunk ≥ 1; returns O: (N, m).
+pub fn linear_attention_chunkwise(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    chunk: usize,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    check_chunk(chunk)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut memory = Memory {
+        s: Array2::zeros((m, p)), // S_0 = 0
+        z: Array1::zeros(p),      // z_0 = 0
+    };
+    let mut o = Array2::zeros((n, m));
+    for start in (0..n).step_by(chunk) {
+        let rows = s![start..(start + chunk).min(n), ..];
+        let (q, k) = (phi_q.slice(rows), phi_k.slice(rows));
+        let out = chunk_step(&mut memory, &q, &k, &v.slice(rows));
+        o.slice_mut(rows).assign(&out);
+    }
+    Ok(o)
+}
+// ANCHOR_END: linear_attention_chunkwise
+
+/// The chunkwise form against the other two: for each length and each
+/// chunk size, the largest row-relative difference over the seeds from
+/// the recurrent form and from the parallel form (φ = elu+1, random
+/// q, k: (N, 8), v: (N, 8)).
+pub struct ChunkwiseTable {
+    pub seeds: u64,
+    pub chunks: Vec<usize>,
+    /// (N, differences for each chunk size).
+    pub rows: Vec<(usize, Vec<f64>)>,
+}
+
+/// Run the chunkwise form at every length and chunk size, seeds 0..seeds.
+pub fn chunkwise_study(
+    lengths: &[usize],
+    chunks: &[usize],
+    seeds: u64,
+) -> ChunkwiseTable {
+    use crate::linalg::worst_row_relative_difference as gap;
+    let rows = lengths
+        .iter()
+        .map(|&n| {
+            let mut worst = vec![0.0_f64; chunks.len()];
+            for seed in 0..seeds {
+                let mut rng = seeded(seed);
+                let phi_q = elu_plus_one(&randn(&mut rng, n, 8));
+                let phi_k = elu_plus_one(&randn(&mut rng, n, 8));
+                let v = randn(&mut rng, n, 8);
+                let rec = linear_attention_recurrent(&phi_q, &phi_k, &v)
+                    .expect("shapes agree");
+                let par = linear_attention_parallel(&phi_q, &phi_k, &v)
+                    .expect("shapes agree");
+                for (w, &c) in worst.iter_mut().zip(chunks) {
+                    let o = linear_attention_chunkwise(&phi_q, &phi_k, &v, c)
+                        .expect("shapes agree, c ≥ 1");
+                    *w = w.max(gap(&o, &rec)).max(gap(&o, &par));
+                }
+            }
+            (n, worst)
+        })
+        .collect();
+    ChunkwiseTable {
+        seeds,
+        chunks: chunks.to_vec(),
+        rows,
+    }
+}
+
+impl fmt::Display for ChunkwiseTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "phi = elu+1, d = m = 8, seeds 0..{}; largest |row difference| / \
+             |row|\nof the chunkwise form from the recurrent and the \
+             parallel forms",
+            self.seeds
+        )?;
+        let mut table = Table::new().right("N", 6);
+        for c in &self.chunks {
+            table = table.right(&format!("C = {c}"), 9);
+        }
+        for (n, worst) in &self.rows {
+            let cells = worst.iter().map(|w| format!("{w:.1e}"));
+            table.row(std::iter::once(n.to_string()).chain(cells));
+        }
+        write!(f, "{table}")
+    }
+}
+
+// ANCHOR: state_jacobian
+/// The Jacobian ∂S_t/∂S_{t−1} of a state update S_t = step(S_{t−1}), by
+/// central differences: column (a, b) is
+/// (step(S + h E_ab) − step(S − h E_ab)) / 2h, for E_ab the matrix with a
+/// single 1 at (a, b). s: (m, p); returns J: (mp, mp), indices row-major.
+pub fn state_jacobian(
+    step: impl Fn(&Array2<f64>) -> Array2<f64>,
+    s: &ArrayRef2<f64>,
+    h: f64,
+) -> Array2<f64> {
+    let (m, p) = s.dim();
+    let mut jacobian = Array2::zeros((m * p, m * p));
+    for (col, mut column) in jacobian.columns_mut().into_iter().enumerate() {
+        let (mut up, mut down) = (s.to_owned(), s.to_owned());
+        up[[col / p, col % p]] += h;
+        down[[col / p, col % p]] -= h;
+        let change = (step(&up) - step(&down)) / (2.0 * h);
+        column.assign(&Array1::from_iter(change.iter().copied()));
+    }
+    jacobian
+}
+// ANCHOR_END: state_jacobian
+
+/// The two header lines of a table with one column per form: the
+/// non-causal and causal groups, then N (in a column `first` wide) and the
+/// forms' names.
+fn form_table(
+    f: &mut fmt::Formatter<'_>,
+    first: usize,
+) -> Result<Table, fmt::Error> {
+    let titles =
+        format!("{:>first$}  {:^26}  {:^40}", "", "non-causal", "causal");
+    writeln!(f, "{}", titles.trim_end())?;
+    let mut table = Table::new().right("N", first);
+    for form in FORMS {
+        table = table.right(form.name(), 12);
+    }
+    Ok(table)
+}
+
+/// A schedule of linear attention that the timing study measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Non-causal, (Φ_Q Φ_Kᵀ) V: builds N × N scores.
+    ScoresFirst,
+    /// Non-causal, Φ_Q (Φ_Kᵀ V): builds S once.
+    MemoryFirst,
+    /// Causal, tril(Φ_Q Φ_Kᵀ) V: builds N × N scores.
+    Parallel,
+    /// Causal, one token at a time, carrying S and z.
+    Recurrent,
+    /// Causal, chunks of C tokens, carrying S and z between chunks.
+    Chunkwise,
+}
+
+/// Every form, in the order the tables and the figure show them.
+pub const FORMS: [Form; 5] = [
+    Form::ScoresFirst,
+    Form::MemoryFirst,
+    Form::Parallel,
+    Form::Recurrent,
+    Form::Chunkwise,
+];
+
+impl Form {
+    /// A short name for tables and legends.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::ScoresFirst => "scores first",
+            Form::MemoryFirst => "memory first",
+            Form::Parallel => "parallel N×N",
+            Form::Recurrent => "recurrent",
+            Form::Chunkwise => "chunkwise",
+        }
+    }
+
+    /// Whether query t sees only keys j ≤ t.
+    pub fn causal(self) -> bool {
+        !matches!(self, Form::ScoresFirst | Form::MemoryFirst)
+    }
+
+    /// Run this form on φ(Q), φ(K), V (chunk size `chunk` if chunkwise).
+    pub fn run(
+        self,
+        phi_q: &ArrayRef2<f64>,
+        phi_k: &ArrayRef2<f64>,
+        v: &ArrayRef2<f64>,
+        chunk: usize,
+    ) -> Result<Array2<f64>, InputError> {
+        match self {
+            Form::ScoresFirst => linear_attention_scores_first(phi_q, phi_k, v),
+            Form::MemoryFirst => linear_attention_memory_first(phi_q, phi_k, v),
+            Form::Parallel => linear_attention_parallel(phi_q, phi_k, v),
+            Form::Recurrent => linear_attention_recurrent(phi_q, phi_k, v),
+            Form::Chunkwise => {
+                linear_attention_chunkwise(phi_q, phi_k, v, chunk)
+            }
+        }
+    }
+
+    /// Floats the form holds besides its inputs and its outputs: the
+    /// N × N scores, or the state S: (m, p) and z: (p), plus the c × c
+    /// scores of one chunk for the chunkwise form.
+    pub fn working_floats(self, n: u64, p: u64, m: u64, chunk: u64) -> u64 {
+        match self {
+            Form::ScoresFirst | Form::Parallel => score_matrix_floats(n),
+            Form::MemoryFirst | Form::Recurrent => fixed_state_floats(p, m),
+            Form::Chunkwise => {
+                score_matrix_floats(chunk.min(n)) + fixed_state_floats(p, m)
+            }
+        }
+    }
+}
+
+/// One length of the memory table.
+pub struct MemoryRow {
+    pub n: u64,
+    /// Floats held by each form of [`FORMS`], in order.
+    pub floats: [u64; 5],
+}
+
+/// What each form holds as N grows: widths p and m, chunks of `chunk`.
+pub struct MemoryTable {
+    pub p: u64,
+    pub m: u64,
+    pub chunk: u64,
+    pub bytes_per_float: u64,
+    pub rows: Vec<MemoryRow>,
+}
+
+/// The memory table at each length, for floats of `bytes_per_float`.
+pub fn memory_table(
+    lengths: &[u64],
+    p: u64,
+    m: u64,
+    chunk: u64,
+    bytes_per_float: u64,
+) -> MemoryTable {
+    let rows = lengths
+        .iter()
+        .map(|&n| MemoryRow {
+            n,
+            floats: FORMS.map(|f| f.working_floats(n, p, m, chunk)),
+        })
+        .collect();
+    MemoryTable {
+        p,
+        m,
+        chunk,
+        bytes_per_float,
+        rows,
+    }
+}
+
+impl fmt::Display for MemoryTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "bytes held besides inputs and outputs; p = {}, m = {}, C = {}, \
+             {} bytes per float",
+            self.p, self.m, self.chunk, self.bytes_per_float
+        )?;
+        let mut table = form_table(f, 9)?;
+        for r in &self.rows {
+            let cells =
+                r.floats.iter().map(|&x| bytes(x * self.bytes_per_float));
+            table.row(std::iter::once(group_digits(r.n)).chain(cells));
+        }
+        write!(f, "{table}")
+    }
+}
+
+// ANCHOR: loglog_slope
+/// The slope a of the least-squares line ln t = a ln N + b through the
+/// points (N, t): a curve t ∝ N^a has slope a on log-log axes.
+pub fn loglog_slope(points: &[(f64, f64)]) -> f64 {
+    let logs: Vec<(f64, f64)> =
+        points.iter().map(|&(n, t)| (n.ln(), t.ln())).collect();
+    let count = logs.len() as f64;
+    let mean_x = logs.iter().map(|p| p.0).sum::<f64>() / count;
+    let mean_y = logs.iter().map(|p| p.1).sum::<f64>() / count;
+    let covariance: f64 =
+        logs.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    let variance: f64 = logs.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    covariance / variance
+}
+// ANCHOR_END: loglog_slope
+
+/// What the timing study runs: lengths, widths, chunk size, repetitions.
+pub struct TimingConfig {
+    pub lengths: &'static [usize],
+    /// Width d of queries and keys (p = d with elu+1) and m of values.
+    pub d: usize,
+    pub m: usize,
+    pub chunk: usize,
+    /// Each form runs this many times at each length; the study keeps the
+    /// median.
+    pub reps: usize,
+    pub seed: u64,
+}
+
+/// The timing study of the chapter: small enough to run in about a second
+/// while the book builds.
+pub const TIMING: TimingConfig = TimingConfig {
+    lengths: &[256, 512, 1024, 2048],
+    d: 32,
+    m: 32,
+    chunk: 64,
+    reps: 3,
+    seed: 0,
+};
+
+/// One length of the timing study.
+pub struct TimingRow {
+    pub n: usize,
+    /// Median seconds of each form of [`FORMS`], in order.
+    pub seconds: [f64; 5],
+}
+
+/// Every form timed at every length, side by side in one run.
+pub struct TimingStudy {
+    pub d: usize,
+    pub m: usize,
+    pub chunk: usize,
+    pub reps: usize,
+    pub seed: u64,
+    pub clock: Clock,
+    pub machine: Machine,
+    pub rows: Vec<TimingRow>,
+}
+
+impl TimingStudy {
+    /// The points (N, seconds) of one form.
+    pub fn curve(&self, form: Form) -> Vec<(f64, f64)> {
+        let i = FORMS.iter().position(|&f| f == form).expect("in FORMS");
+        self.rows
+            .iter()
+            .map(|r| (r.n as f64, r.seconds[i]))
+            .collect()
+    }
+
+    /// The fitted log-log slope of one form's curve.
+    pub fn slope(&self, form: Form) -> f64 {
+        loglog_slope(&self.curve(form))
+    }
+
+    /// Time of `slow` over time of `fast` at the largest length.
+    pub fn ratio_at_largest_n(&self, slow: Form, fast: Form) -> f64 {
+        let last = |f| self.curve(f).last().map_or(f64::NAN, |p| p.1);
+        last(slow) / last(fast)
+    }
+}
+
+/// Time every form at every length of `config` on the same random inputs
+/// (φ = elu+1, computed before any clock starts), and keep the median of
+/// each. The study runs `reps` rounds, and each round times every form at
+/// every length, so that a slow moment of the machine touches one sample
+/// of many cells rather than every sample of one.
+pub fn timing_study(config: &TimingConfig) -> TimingStudy {
+    let clock = Clock::best();
+    let inputs: Vec<[Array2<f64>; 3]> = config
+        .lengths
+        .iter()
+        .map(|&n| {
+            let mut rng = seeded(config.seed);
+            let phi_q = elu_plus_one(&randn(&mut rng, n, config.d));
+            let phi_k = elu_plus_one(&randn(&mut rng, n, config.d));
+            [phi_q, phi_k, randn(&mut rng, n, config.m)]
+        })
+        .collect();
+    let mut samples = vec![[(); 5].map(|_| Vec::new()); inputs.len()];
+    for _ in 0..config.reps {
+        for ([phi_q, phi_k, v], cells) in inputs.iter().zip(&mut samples) {
+            for (form, times) in FORMS.iter().zip(cells) {
+                times.push(time_once(clock, || {
+                    form.run(phi_q, phi_k, v, config.chunk)
+                        .expect("the shapes agree")
+                }));
+            }
+        }
+    }
+    let rows = config
+        .lengths
+        .iter()
+        .zip(&samples)
+        .map(|(&n, cells)| TimingRow {
+            n,
+            seconds: [0, 1, 2, 3, 4].map(|i| median(&cells[i])),
+        })
+        .collect();
+    TimingStudy {
+        d: config.d,
+        m: config.m,
+        chunk: config.chunk,
+        reps: config.reps,
+        seed: config.seed,
+        clock,
+        machine: Machine::now(),
+        rows,
+    }
+}
+
+fn median(xs: &[f64]) -> f64 {
+    crate::summary::Spread::of(xs).median
+}
+
+impl TimingStudy {
+    /// Where, when and how the study was measured, on two lines.
+    pub fn provenance(&self) -> String {
+        format!(
+            "measured {} on {} ({} cores), one thread;\n{}, median of {} runs",
+            self.machine.date,
+            self.machine.cpu,
+            self.machine.cores,
+            self.clock.describe(),
+            self.reps
+        )
+    }
+}
+
+impl fmt::Display for TimingStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "phi = elu+1, d = p = {}, m = {}, C = {}, seed {}",
+            self.d, self.m, self.chunk, self.seed
+        )?;
+        writeln!(f, "{}", self.provenance())?;
+        writeln!(f, "milliseconds per call")?;
+        let mut table = form_table(f, 7)?;
+        for r in &self.rows {
+            let cells = r.seconds.iter().map(|s| format!("{:.3}", s * 1e3));
+            table.row(std::iter::once(r.n.to_string()).chain(cells));
+        }
+        write!(f, "{table}")?;
+        let (first, last) = (
+            self.rows.first().map_or(0, |r| r.n),
+            self.rows.last().map_or(0, |r| r.n),
+        );
+        write!(f, "\nslope of log time against log N, N = {first}..{last}:")?;
+        write!(f, "\n{:>7}", "")?;
+        for form in FORMS {
+            write!(f, "  {:>12.2}", self.slope(form))?;
+        }
+        let ratio = |slow, fast| self.ratio_at_largest_n(slow, fast);
+        write!(
+            f,
+            "\nat N = {last}: scores first takes {:.0}x the time of memory \
+             first;\nparallel N×N takes {:.0}x the time of recurrent, {:.0}x \
+             the time of chunkwise",
+            ratio(Form::ScoresFirst, Form::MemoryFirst),
+            ratio(Form::Parallel, Form::Recurrent),
+            ratio(Form::Parallel, Form::Chunkwise)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::worst_row_relative_difference;
+    use crate::m3::fast_weight_memory::fast_weight_write;
+    use approx::assert_relative_eq;
+
+    fn random(seed: u64, n: usize, p: usize, m: usize) -> [Array2<f64>; 3] {
+        let mut rng = seeded(seed);
+        let phi_q = elu_plus_one(&randn(&mut rng, n, p));
+        let phi_k = elu_plus_one(&randn(&mut rng, n, p));
+        [phi_q, phi_k, randn(&mut rng, n, m)]
+    }
+
+    /// Lengths from one token to a couple of thousand, most of them not a
+    /// multiple of the chunk sizes below.
+    const LENGTHS: [usize; 10] = [1, 2, 3, 7, 16, 33, 64, 100, 513, 2000];
+
+    /// Chunk sizes from one token to more than the longest sequence.
+    const CHUNKS: [usize; 7] = [1, 2, 3, 8, 64, 100, 4096];
+
+    #[test]
+    fn chunkwise_form_equals_recurrent_and_parallel_forms() {
+        for (i, &n) in LENGTHS.iter().enumerate() {
+            let seeds = if n > 500 { 2 } else { 5 };
+            let (p, m) = ([8, 4, 16][i % 3], [8, 1, 5][i % 3]);
+            for seed in 0..seeds {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let rec =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                let par =
+                    linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+                for chunk in CHUNKS {
+                    let chunked =
+                        linear_attention_chunkwise(&phi_q, &phi_k, &v, chunk)
+                            .unwrap();
+                    assert_eq!(chunked.dim(), (n, m));
+                    for other in [&rec, &par] {
+                        assert_relative_eq!(
+                            chunked,
+                            *other,
+                            max_relative = 1e-10,
+                            epsilon = 1e-12
+                        );
+                        let gap =
+                            worst_row_relative_difference(&chunked, other);
+                        assert!(gap < 1e-12, "N {n}, C {chunk}: {gap:e}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_chunk_of_the_whole_sequence_is_the_parallel_form() {
+        // With C ≥ N there is one chunk and S = 0 when it is read: the same
+        // operations as the parallel form, bit for bit.
+        for seed in 0..5 {
+            for n in [1, 5, 64, 300] {
+                let [phi_q, phi_k, v] = random(seed, n, 6, 3);
+                let par =
+                    linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+                for chunk in [n, n + 1, 10 * n] {
+                    let one =
+                        linear_attention_chunkwise(&phi_q, &phi_k, &v, chunk)
+                            .unwrap();
+                    assert_eq!(one, par, "N = {n}, C = {chunk}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn state_after_each_chunk_is_the_memory_of_the_prefix() {
+        // Associativity: whatever the chunk boundaries, the carried S and z
+        // are the sums of the writes of every token so far.
+        for seed in 0..5 {
+            for chunk in [1, 3, 7, 16] {
+                let [phi_q, phi_k, v] = random(seed, 50, 5, 4);
+                let mut memory = Memory {
+                    s: Array2::zeros((4, 5)),
+                    z: Array1::zeros(5),
+                };
+                for start in (0..50).step_by(chunk) {
+                    let end = (start + chunk).min(50);
+                    let rows = s![start..end, ..];
+                    chunk_step(
+                        &mut memory,
+                        &phi_q.slice(rows),
+                        &phi_k.slice(rows),
+                        &v.slice(rows),
+                    );
+                    let prefix = s![..end, ..];
+                    let want =
+                        sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));
+                    assert_relative_eq!(memory.s, want.s, max_relative = 1e-12);
+                    assert_relative_eq!(memory.z, want.z, max_relative = 1e-12);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunkwise_form_is_causal() {
+        for seed in 0..5 {
+            let [phi_q, phi_k, v] = random(seed, 40, 6, 3);
+            let [_, other_k, other_v] = random(seed + 100, 40, 6, 3);
+            let t = 21; // replace every key and value after position t
+            let (mut k2, mut v2) = (phi_k.clone(), v.clone());
+            k2.slice_mut(s![t + 1.., ..])
+                .assign(&other_k.slice(s![t + 1.., ..]));
+            v2.slice_mut(s![t + 1.., ..])
+                .assign(&other_v.slice(s![t + 1.., ..]));
+            for chunk in [1, 4, 8, 40] {
+                let before =
+                    linear_attention_chunkwise(&phi_q, &phi_k, &v, chunk)
+                        .unwrap();
+                let after = linear_attention_chunkwise(&phi_q, &k2, &v2, chunk)
+                    .unwrap();
+                assert_eq!(
+                    before.slice(s![..=t, ..]),
+                    after.slice(s![..=t, ..])
+                );
+                assert_ne!(before.row(t + 1), after.row(t + 1));
+            }
+        }
+    }
+
+    #[test]
+    fn chunk_of_zero_tokens_is_an_error() {
+        let [phi_q, phi_k, v] = random(0, 10, 4, 2);
+        let err =
+            linear_attention_chunkwise(&phi_q, &phi_k, &v, 0).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("chunk is 0"), "{msg}");
+        assert!(msg.contains("at least one token"), "{msg}");
+        // ... and bad shapes are reported as by the other forms.
+        let short = randn(&mut seeded(1), 9, 2);
+        let msg = linear_attention_chunkwise(&phi_q, &phi_k, &short, 4)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("k is [10, 4]") && msg.contains("v is [9, 2]"));
+        let e = Array2::<f64>::zeros((0, 4));
+        assert!(matches!(
+            linear_attention_chunkwise(&e, &e, &e, 4),
+            Err(InputError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn causal_scores_are_zero_above_the_diagonal_and_phi_q_phi_k_below() {
+        for seed in 0..5 {
+            let [phi_q, phi_k, _] = random(seed, 9, 4, 1);
+            let scores = causal_scores(&phi_q, &phi_k);
+            for ((t, j), &s) in scores.indexed_iter() {
+                if j > t {
+                    assert_eq!(s, 0.0);
+                } else {
+                    let want = phi_q.row(t).dot(&phi_k.row(j));
+                    assert_relative_eq!(s, want, max_relative = 1e-14);
+                }
+            }
+        }
+    }
+
+    /// S_t = S_{t−1} + v_t φ(k_t)ᵀ as a function of S_{t−1}.
+    fn write_step(
+        v: &ArrayRef2<f64>,
+        phi_k: &ArrayRef2<f64>,
+        t: usize,
+    ) -> impl Fn(&Array2<f64>) -> Array2<f64> {
+        let (v, k) = (v.row(t).to_owned(), phi_k.row(t).to_owned());
+        move |s| {
+            let mut s = s.clone();
+            fast_weight_write(&mut s, &v, &k);
+            s
+        }
+    }
+
+    #[test]
+    fn state_jacobian_of_the_write_is_the_identity() {
+        for seed in 0..5 {
+            for (p, m) in [(1, 1), (4, 3), (8, 8)] {
+                let [_, phi_k, v] = random(seed, 20, p, m);
+                let mut rng = seeded(seed + 10);
+                for t in [0, 7, 19] {
+                    // at any state, not just the one the sequence reaches
+                    let s = randn(&mut rng, m, p) * 10.0;
+                    let j = state_jacobian(write_step(&v, &phi_k, t), &s, 1e-3);
+                    let eye = Array2::<f64>::eye(m * p);
+                    assert_relative_eq!(j, eye, epsilon = 1e-9);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn state_jacobian_over_many_steps_is_still_the_identity() {
+        // ∂S_t/∂S_0 is a product of identities: a change to the state moves
+        // every later state by exactly that change, however long ago.
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 200, 4, 3);
+            let steps = |s: &Array2<f64>| {
+                (0..200).fold(s.clone(), |s, t| write_step(&v, &phi_k, t)(&s))
+            };
+            let j = state_jacobian(steps, &Array2::zeros((3, 4)), 1e-3);
+            let eye = Array2::<f64>::eye(12);
+            assert_relative_eq!(j, eye, epsilon = 1e-8);
+        }
+    }
+
+    #[test]
+    fn a_tanh_recurrence_has_a_jacobian_that_shrinks_step_by_step() {
+        // S_t = tanh(S_{t−1} + v_t φ(k_t)ᵀ): the Jacobian is diagonal with
+        // entries 1 − tanh² < 1, and over many steps their product fades.
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 50, 4, 3);
+            let steps = |t_end: usize| {
+                let (v, phi_k) = (v.clone(), phi_k.clone());
+                move |s: &Array2<f64>| {
+                    (0..t_end).fold(s.clone(), |s, t| {
+                        write_step(&v, &phi_k, t)(&s).mapv(f64::tanh)
+                    })
+                }
+            };
+            let zero = Array2::zeros((3, 4));
+            let one = state_jacobian(steps(1), &zero, 1e-6);
+            let many = state_jacobian(steps(50), &zero, 1e-6);
+            let largest = |j: &Array2<f64>| j.fold(0.0_f64, |a, &b| a.max(b));
+            assert!(largest(&one) < 1.0, "seed {seed}");
+            assert!(largest(&many) < 1e-3, "seed {seed}: {}", largest(&many));
+        }
+    }
+
+    #[test]
+    fn a_decayed_write_has_jacobian_a_times_the_identity() {
+        // S_t = a S_{t−1} + v_t φ(k_t)ᵀ: still linear, Jacobian a I.
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 10, 4, 3);
+            for a in [0.5, 0.9, 1.0] {
+                let step =
+                    |s: &Array2<f64>| write_step(&v, &phi_k, 3)(&(s * a));
+                let s = randn(&mut seeded(seed), 3, 4);
+                let j = state_jacobian(step, &s, 1e-3);
+                let want = Array2::<f64>::eye(12) * a;
+                assert_relative_eq!(j, want, epsilon = 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn a_decayed_recurrence_is_a_masked_product_with_decay_factors() {
+        // Unrolled, token j reaches S_t scaled by a^{t−j}: the same outputs
+        // come from the parallel form with mask entries a^{t−j} for j ≤ t,
+        // the structured mask of state space duality (Dao & Gu 2024).
+        for seed in 0..5 {
+            for n in [1, 7, 60] {
+                let [phi_q, phi_k, v] = random(seed, n, 5, 3);
+                let a: f64 = 0.8;
+                let mut s_t = Array2::<f64>::zeros((3, 5));
+                let mut recurrent = Array2::<f64>::zeros((n, 3));
+                for t in 0..n {
+                    s_t *= a;
+                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                    recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+                }
+                let mut scores = phi_q.dot(&phi_k.t());
+                for ((t, j), x) in scores.indexed_iter_mut() {
+                    *x *= if j <= t { a.powi((t - j) as i32) } else { 0.0 };
+                }
+                assert_relative_eq!(
+                    recurrent,
+                    scores.dot(&v),
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_decayed_recurrence_can_be_computed_in_chunks() {
+        // Chunk of c tokens, memory S of the earlier chunks: query i reads
+        // a^{i+1} S φ(q_i) + Σ_{j≤i} a^{i−j} (φ(q_i)ᵀφ(k_j)) v_j, and the
+        // chunk passes on a^c S + Σ_j a^{c−1−j} v_j φ(k_j)ᵀ.
+        let a: f64 = 0.9;
+        for seed in 0..5 {
+            let (n, chunk) = (50, 8);
+            let [phi_q, phi_k, v] = random(seed, n, 5, 3);
+            let mut s_t = Array2::<f64>::zeros((3, 5));
+            let mut recurrent = Array2::<f64>::zeros((n, 3));
+            for t in 0..n {
+                s_t *= a;
+                fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+            }
+            let mut memory = Array2::<f64>::zeros((3, 5));
+            let mut chunked = Array2::<f64>::zeros((n, 3));
+            for start in (0..n).step_by(chunk) {
+                let c = chunk.min(n - start);
+                let rows = s![start..start + c, ..];
+                let (q, k, vc) =
+                    (phi_q.slice(rows), phi_k.slice(rows), v.slice(rows));
+                let mut scores = causal_scores(&q, &k);
+                for ((i, j), x) in scores.indexed_iter_mut() {
+                    *x *= a.powi(i as i32 - j as i32);
+                }
+                let mut out = scores.dot(&vc);
+                for i in 0..c {
+                    let carried = memory.dot(&q.row(i)) * a.powi(i as i32 + 1);
+                    out.row_mut(i).scaled_add(1.0, &carried);
+                }
+                chunked.slice_mut(rows).assign(&out);
+                memory *= a.powi(c as i32);
+                for j in 0..c {
+                    let weight = a.powi((c - 1 - j) as i32);
+                    fast_weight_write(
+                        &mut memory,
+                        &(&vc.row(j) * weight),
+                        &k.row(j),
+                    );
+                }
+            }
+            assert_relative_eq!(
+                chunked,
+                recurrent,
+                max_relative = 1e-10,
+                epsilon = 1e-12
+            );
+        }
+    }
+
+    #[test]
+    fn loglog_slope_recovers_the_exponent_of_a_power_law() {
+        for exponent in [0.0, 1.0, 2.0, 2.5] {
+            for scale in [1e-9, 1.0, 3e4] {
+                let points: Vec<(f64, f64)> = [64.0, 256.0, 1000.0, 4096.0]
+                    .iter()
+                    .map(|&n: &f64| (n, scale * n.powf(exponent)))
+                    .collect();
+                let a = loglog_slope(&points);
+                assert!((a - exponent).abs() < 1e-12, "{a} vs {exponent}");
+            }
+        }
+        // Noise of ±10% on a quadratic moves the slope by little.
+        let noisy: Vec<(f64, f64)> = [256.0, 512.0, 1024.0, 2048.0]
+            .iter()
+            .zip([1.1, 0.9, 1.05, 0.95])
+            .map(|(&n, wobble): (&f64, f64)| (n, 1e-9 * n * n * wobble))
+            .collect();
+        assert!((loglog_slope(&noisy) - 2.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn parallel_forms_hold_n_squared_and_the_others_a_fixed_state() {
+        let lengths = [1 << 8, 1 << 9, 1 << 10, 1 << 11];
+        let table = memory_table(&lengths, 32, 32, 64, 8);
+        for pair in table.rows.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            for (i, form) in FORMS.iter().enumerate() {
+                match form {
+                    Form::ScoresFirst | Form::Parallel => {
+                        assert_eq!(b.floats[i], 4 * a.floats[i]);
+                    }
+                    _ => assert_eq!(b.floats[i], a.floats[i], "{form:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn working_floats_count_what_the_forms_build() {
+        // The scores each form builds and the state it carries, as arrays.
+        for (n, p, m, chunk) in [(10, 4, 3, 4), (64, 8, 8, 16), (5, 2, 6, 8)] {
+            let [phi_q, phi_k, v] = random(0, n, p, m);
+            let (n64, p64, m64, c64) =
+                (n as u64, p as u64, m as u64, chunk as u64);
+            let full = causal_scores(&phi_q, &phi_k).len() as u64;
+            let parallel = Form::Parallel.working_floats(n64, p64, m64, c64);
+            assert_eq!(parallel, full);
+            let memory = sequence_memory(&phi_k, &v);
+            let state = (memory.s.len() + memory.z.len()) as u64;
+            let recurrent = Form::Recurrent.working_floats(n64, p64, m64, c64);
+            assert_eq!(recurrent, state);
+            let c = chunk.min(n);
+            let rows = s![..c, ..];
+            let one_chunk =
+                causal_scores(&phi_q.slice(rows), &phi_k.slice(rows)).len();
+            let chunked = Form::Chunkwise.working_floats(n64, p64, m64, c64);
+            assert_eq!(chunked, one_chunk as u64 + state);
+        }
+    }
+
+    #[test]
+    fn every_form_runs_and_the_causal_ones_agree() {
+        let [phi_q, phi_k, v] = random(3, 200, 8, 8);
+        let rec = Form::Recurrent.run(&phi_q, &phi_k, &v, 16).unwrap();
+        for form in FORMS {
+            let o = form.run(&phi_q, &phi_k, &v, 16).unwrap();
+            assert_eq!(o.dim(), (200, 8));
+            if form.causal() {
+                assert!(worst_row_relative_difference(&o, &rec) < 1e-12);
+            } else {
+                // Non-causal: every query reads all keys, so only the last
+                // row can match the causal forms.
+                assert!(worst_row_relative_difference(&o, &rec) > 1e-3);
+                assert_relative_eq!(
+                    o.row(199),
+                    rec.row(199),
+                    max_relative = 1e-10
+                );
+            }
+        }
+    }
+}

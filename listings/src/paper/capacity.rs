@@ -1,0 +1,394 @@
+//! Chapter "The capacity limit": how many associations a fast-weight
+//! memory written with the sum rule can hand back. With orthonormal keys it
+//! returns every value exactly, but only d such keys fit in ℝ^d; past d,
+//! and with random keys before that, the other associations leak into
+//! every read (Schlag et al. 2021, §4.1).
+//!
+//! Shapes: keys: (n, d), one association per row; values: (n, m); the
+//! memory S = Σ_i v_i k_iᵀ is (m, d).
+
+use crate::input::{InputError, check_qkv};
+use crate::linalg::{orthonormal_keys, relative_errors};
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::sequence_memory;
+use crate::random::{randn, seeded};
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef2, s};
+use rand::Rng;
+use std::fmt;
+
+// ANCHOR: sum_rule_recall
+/// Store every association with the sum rule, S = Σ_i v_i k_iᵀ, read each
+/// key back, and return each read's error ‖S k_i − v_i‖ / ‖v_i‖.
+/// keys: (n, d), values: (n, m) with no zero row.
+pub fn sum_rule_recall(
+    keys: &ArrayRef2<f64>,
+    values: &ArrayRef2<f64>,
+) -> Result<Array1<f64>, InputError> {
+    check_qkv(keys, keys, values, false)?;
+    let memory = sequence_memory(keys, values).s; // S: (m, d)
+    let reads = keys.dot(&memory.t()); // row i is (S k_i)ᵀ
+    Ok(relative_errors(&reads, values))
+}
+// ANCHOR_END: sum_rule_recall
+
+// ANCHOR: crosstalk
+/// What the read of key i picks up besides v_i:
+/// S k_i − v_i = (‖k_i‖² − 1) v_i + Σ_{j≠i} (k_jᵀ k_i) v_j.
+/// keys: (n, d), values: (n, m); returns (m).
+pub fn crosstalk(
+    keys: &ArrayRef2<f64>,
+    values: &ArrayRef2<f64>,
+    i: usize,
+) -> Array1<f64> {
+    let k_i = keys.row(i);
+    let mut leak = &values.row(i) * (k_i.dot(&k_i) - 1.0);
+    for (j, (k_j, v_j)) in
+        keys.rows().into_iter().zip(values.rows()).enumerate()
+    {
+        if j != i {
+            leak.scaled_add(k_j.dot(&k_i), &v_j);
+        }
+    }
+    leak
+}
+// ANCHOR_END: crosstalk
+
+/// Keys that are orthonormal while they can be: the first min(n, d) rows
+/// orthonormal, any further ones random unit vectors. (n, d).
+pub fn orthonormal_then_random(
+    rng: &mut impl Rng,
+    n: usize,
+    d: usize,
+) -> Array2<f64> {
+    let mut keys = Array2::zeros((n, d));
+    let fit = n.min(d);
+    keys.slice_mut(s![..fit, ..])
+        .assign(&orthonormal_keys(rng, fit, d));
+    if n > d {
+        let extra = unit_rows(&randn(rng, n - d, d));
+        keys.slice_mut(s![d.., ..]).assign(&extra);
+    }
+    keys
+}
+
+/// One-hot values: value i is the i-th unit vector of ℝ^n. (n, n).
+pub fn one_hot_values(n: usize) -> Array2<f64> {
+    Array2::eye(n)
+}
+
+/// Σ_i ‖S k_i − v_i‖² for one-hot values v_i = e_i, where the reads are
+/// the columns of the Gram matrix K Kᵀ: the total is ‖K Kᵀ − I‖²_F.
+pub fn one_hot_total_error(keys: &ArrayRef2<f64>) -> f64 {
+    let n = keys.nrows();
+    let gram = keys.dot(&keys.t());
+    (gram - Array2::<f64>::eye(n)).mapv(|x| x * x).sum()
+}
+
+/// One row of the boundary study: n associations in ℝ^d.
+pub struct BoundaryRow {
+    pub n: usize,
+    /// Largest relative recall error, orthonormal-while-possible keys.
+    pub worst_error: f64,
+    /// Σ_i ‖S k_i − v_i‖² with one-hot values, the same keys.
+    pub total_error: f64,
+    /// The floor for any n keys in ℝ^d: max(0, n − d).
+    pub floor: usize,
+}
+
+/// The boundary of the capacity: orthonormal keys up to d, then one random
+/// unit key more per row; one-hot values. Seed `seed`.
+pub fn boundary_study(d: usize, ns: &[usize], seed: u64) -> Vec<BoundaryRow> {
+    ns.iter()
+        .map(|&n| {
+            let keys = orthonormal_then_random(&mut seeded(seed), n, d);
+            let values = one_hot_values(n);
+            let errors = sum_rule_recall(&keys, &values).expect("n keys");
+            BoundaryRow {
+                n,
+                worst_error: errors.fold(0.0, |a: f64, &e| a.max(e)),
+                total_error: one_hot_total_error(&keys),
+                floor: n.saturating_sub(d),
+            }
+        })
+        .collect()
+}
+
+/// The boundary study as the chapter prints it.
+pub struct BoundaryTable {
+    pub d: usize,
+    pub seed: u64,
+    pub rows: Vec<BoundaryRow>,
+}
+
+impl fmt::Display for BoundaryTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "d = {}, keys orthonormal while they fit, then random unit \
+             (seed {}); one-hot values",
+            self.d, self.seed
+        )?;
+        let mut table = Table::new()
+            .right("n", 4)
+            .right("worst recall error", 18)
+            .right("total squared error", 24)
+            .right("floor max(0, n-d)", 18);
+        for r in &self.rows {
+            table.row([
+                r.n.to_string(),
+                format!("{:.1e}", r.worst_error),
+                format!("{:.3}", r.total_error),
+                r.floor.to_string(),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// One row of the crosstalk study: n associations with random keys.
+pub struct CrosstalkRow {
+    pub n: usize,
+    /// Root mean square of the relative recall error over all reads.
+    pub rms_error: f64,
+    /// The prediction √((n − 1)/d) for random unit keys and values.
+    pub predicted: f64,
+    /// The same, orthonormal keys while they fit.
+    pub rms_error_orthonormal: f64,
+}
+
+/// Random unit keys in ℝ^d and random unit values in ℝ^d, n of each, seeds
+/// 0..seeds: how far the sum rule's reads are from the stored values.
+pub fn crosstalk_study(
+    d: usize,
+    ns: &[usize],
+    seeds: u64,
+) -> Vec<CrosstalkRow> {
+    let rms = |e: &[f64]| {
+        (e.iter().map(|x| x * x).sum::<f64>() / e.len() as f64).sqrt()
+    };
+    ns.iter()
+        .map(|&n| {
+            let (mut random, mut orthonormal) = (vec![], vec![]);
+            for seed in 0..seeds {
+                let mut rng = seeded(seed);
+                let keys = unit_rows(&randn(&mut rng, n, d));
+                let values = unit_rows(&randn(&mut rng, n, d));
+                let e = sum_rule_recall(&keys, &values).expect("n keys");
+                random.extend(e);
+                let keys = orthonormal_then_random(&mut rng, n, d);
+                let e = sum_rule_recall(&keys, &values).expect("n keys");
+                orthonormal.extend(e);
+            }
+            CrosstalkRow {
+                n,
+                rms_error: rms(&random),
+                predicted: ((n - 1) as f64 / d as f64).sqrt(),
+                rms_error_orthonormal: rms(&orthonormal),
+            }
+        })
+        .collect()
+}
+
+/// The crosstalk study as the chapter prints it.
+pub struct CrosstalkTable {
+    pub d: usize,
+    pub seeds: u64,
+    pub rows: Vec<CrosstalkRow>,
+}
+
+impl fmt::Display for CrosstalkTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "d = m = {}, unit keys and values, seeds 0..{}; RMS recall error",
+            self.d, self.seeds
+        )?;
+        let mut table = Table::new()
+            .right("n", 5)
+            .right("random keys", 12)
+            .right("sqrt((n-1)/d)", 16)
+            .right("orthonormal while fit", 22);
+        for r in &self.rows {
+            table.row([
+                r.n.to_string(),
+                format!("{:.3}", r.rms_error),
+                format!("{:.3}", r.predicted),
+                format!("{:.3}", r.rms_error_orthonormal),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::norm;
+    use approx::assert_relative_eq;
+
+    #[test]
+    fn orthonormal_keys_have_identity_gram_matrix() {
+        for seed in 0..10 {
+            for (n, d) in [(1, 1), (3, 5), (8, 8), (30, 64)] {
+                let k = orthonormal_keys(&mut seeded(seed), n, d);
+                let gram = k.dot(&k.t());
+                assert_relative_eq!(gram, Array2::eye(n), epsilon = 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "only d = 4 orthonormal keys fit")]
+    fn there_is_no_fifth_orthonormal_key_in_four_dimensions() {
+        orthonormal_keys(&mut seeded(0), 5, 4);
+    }
+
+    #[test]
+    fn with_orthonormal_keys_the_sum_rule_recalls_up_to_d_exactly() {
+        for seed in 0..10 {
+            for d in [1, 2, 8, 33] {
+                for n in [1, d / 2 + 1, d] {
+                    let mut rng = seeded(seed);
+                    let keys = orthonormal_keys(&mut rng, n, d);
+                    let values = randn(&mut rng, n, 5);
+                    let errors = sum_rule_recall(&keys, &values).unwrap();
+                    assert!(errors.iter().all(|&e| e < 1e-12), "d = {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn past_d_keys_the_total_error_is_at_least_n_minus_d_whatever_the_keys() {
+        // With one-hot values the reads are the columns of G = K Kᵀ, of
+        // rank ≤ d: at least n − d of its eigenvalues are 0, each costing
+        // (0 − 1)² in ‖G − I‖²_F.
+        for seed in 0..10 {
+            for d in [1, 2, 8, 16] {
+                for n in [d + 1, d + 2, 2 * d + 1, 3 * d] {
+                    let mut rng = seeded(seed);
+                    let candidates = [
+                        orthonormal_then_random(&mut rng, n, d),
+                        unit_rows(&randn(&mut rng, n, d)),
+                        randn(&mut rng, n, d) * 3.0,
+                        randn(&mut rng, n, d) / (d as f64).sqrt(),
+                    ];
+                    for keys in candidates {
+                        let total = one_hot_total_error(&keys);
+                        let floor = (n - d) as f64;
+                        assert!(total >= floor - 1e-9, "d {d} n {n}: {total}");
+                        let values = one_hot_values(n);
+                        let e = sum_rule_recall(&keys, &values).unwrap();
+                        let sum_sq = e.mapv(|x| x * x).sum();
+                        assert_relative_eq!(sum_sq, total, max_relative = 1e-9);
+                        assert!(e.iter().any(|&x| x > 0.1), "d {d} n {n}");
+                    }
+                }
+            }
+        }
+        // The floor is reached: d orthonormal keys and n − d zero keys,
+        // which store nothing and read back nothing.
+        let mut keys = Array2::zeros((12, 8));
+        keys.slice_mut(s![..8, ..]).assign(&orthonormal_keys(
+            &mut seeded(1),
+            8,
+            8,
+        ));
+        assert_relative_eq!(one_hot_total_error(&keys), 4.0, epsilon = 1e-9);
+    }
+
+    #[test]
+    fn at_d_plus_one_the_orthonormal_keys_lose_exactness() {
+        for seed in 0..10 {
+            for d in [2, 8, 16] {
+                let rows = boundary_study(d, &[d - 1, d, d + 1], seed);
+                assert!(rows[0].worst_error < 1e-12);
+                assert!(rows[1].worst_error < 1e-12);
+                assert!(rows[2].worst_error > 0.1, "seed {seed}, d {d}");
+                assert!(rows[2].total_error >= 1.0 - 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn recall_error_is_the_crosstalk_of_the_other_keys() {
+        for seed in 0..10 {
+            for (n, d, m) in [(1, 3, 2), (5, 8, 3), (40, 16, 16)] {
+                let mut rng = seeded(seed);
+                let keys = randn(&mut rng, n, d);
+                let values = randn(&mut rng, n, m);
+                let memory = sequence_memory(&keys, &values).s;
+                for i in 0..n {
+                    let leak = memory.dot(&keys.row(i)) - values.row(i);
+                    let want = crosstalk(&keys, &values, i);
+                    let scale = norm(&want).max(norm(&values.row(i)));
+                    assert!(norm(&(&leak - &want)) <= 1e-12 * scale);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_key_crosstalk_grows_like_the_square_root_of_n_over_d() {
+        for d in [16, 64] {
+            let ns = [1, 2, d / 2, d, 2 * d, 4 * d];
+            let rows = crosstalk_study(d, &ns, 20);
+            assert!(rows[0].rms_error < 1e-12); // one unit key: exact
+            for pair in rows.windows(2) {
+                assert!(pair[1].rms_error > pair[0].rms_error, "d = {d}");
+            }
+            for r in &rows[2..] {
+                let ratio = r.rms_error / r.predicted;
+                assert!((0.85..1.15).contains(&ratio), "d {d} n {}", r.n);
+            }
+        }
+    }
+
+    #[test]
+    fn orthonormal_keys_are_exact_until_d_and_random_keys_never_are() {
+        let d = 16;
+        let rows = crosstalk_study(d, &[2, 8, 16, 17, 32], 10);
+        for r in &rows {
+            if r.n <= d {
+                assert!(r.rms_error_orthonormal < 1e-12);
+            } else {
+                assert!(r.rms_error_orthonormal > 0.1);
+            }
+            assert!(r.rms_error > 0.1, "n = {}", r.n);
+        }
+    }
+
+    #[test]
+    fn below_d_a_new_key_can_avoid_the_old_ones_past_d_it_cannot() {
+        // A new write (v, k) changes the read of old key k_i by v (kᵀk_i).
+        for seed in 0..10 {
+            for d in [2, 8, 16] {
+                let mut rng = seeded(seed);
+                // Below d: the next orthonormal key misses every old one.
+                let keys = orthonormal_keys(&mut rng, d, d);
+                let old = keys.slice(s![..d - 1, ..]);
+                let fresh = keys.row(d - 1);
+                assert!(old.dot(&fresh).iter().all(|c| c.abs() < 1e-12));
+                // At d: the old keys span ℝ^d, so any new key k has
+                // Σ_i (kᵀk_i)² = ‖k‖² > 0 against the orthonormal ones,
+                // and some old read must move.
+                let new = randn(&mut rng, 1, d).row(0).to_owned();
+                let overlaps = keys.dot(&new);
+                let moved = overlaps.mapv(|c| c * c).sum();
+                assert_relative_eq!(moved, new.dot(&new), max_relative = 1e-10);
+                assert!(overlaps.iter().any(|c| c.abs() > 1e-3));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_problem() {
+        let keys = randn(&mut seeded(0), 5, 4);
+        let values = randn(&mut seeded(1), 6, 3);
+        let msg = sum_rule_recall(&keys, &values).err().unwrap().to_string();
+        assert!(msg.contains("k is [5, 4]") && msg.contains("v is [6, 3]"));
+        let empty = Array2::<f64>::zeros((0, 4));
+        assert!(sum_rule_recall(&empty, &empty).is_err());
+    }
+}

@@ -1,0 +1,724 @@
+//! Chapter "The delta rule": the paper's update rule, which reads what the
+//! memory holds for a key before it writes, and writes only a correction
+//! (Schlag et al. 2021, §4.2); its write strength β, its sum normalisation,
+//! the gated rule of Appendix A it is compared with, and the chunkwise form
+//! that trains in parallel (Yang et al. 2024).
+//!
+//! Shapes: feature-mapped keys and queries phi_k, phi_q: (N, p), values
+//! v: (N, m), write strengths beta: (N). The memory W is (m, p), values by
+//! features, as everywhere in the book: written with v k̄ᵀ, read W q̄.
+
+use crate::causal::causal_scores;
+use crate::input::same_rows;
+use crate::input::{
+    Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
+};
+use crate::m3::fast_weight_memory::fast_weight_write;
+use crate::phi::map_rows;
+use crate::table::Table;
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
+
+// ANCHOR: sum_normalise
+/// Sum normalisation, k̄ = φ(k) / Σ_i φ(k)_i: non-negative features become
+/// weights that sum to 1. x: (p), with a positive, finite sum.
+pub fn sum_normalise(x: &ArrayRef1<f64>) -> Array1<f64> {
+    let total = x.sum();
+    assert!(
+        total > 0.0 && total.is_finite(),
+        "sum normalisation needs features with a positive sum, got {total}"
+    );
+    x.mapv(|f| f / total)
+}
+// ANCHOR_END: sum_normalise
+
+// ANCHOR: write_strength
+/// The write strength β_t = σ(w_βᵀ x_t) ∈ (0, 1), one per token, computed
+/// by the slow net from the input. x: (N, d_model), w_beta: (d_model).
+pub fn write_strength(
+    x: &ArrayRef2<f64>,
+    w_beta: &ArrayRef1<f64>,
+) -> Result<Array1<f64>, InputError> {
+    nonempty_finite("x", x)?;
+    let w = w_beta.view().insert_axis(Axis(0)); // (1, d_model)
+    nonempty_finite("w_beta", &w)?;
+    same_cols(("x", x), ("w_beta", &w), "one weight per input entry")?;
+    Ok(x.dot(w_beta).mapv(|a| 1.0 / (1.0 + (-a).exp())))
+}
+// ANCHOR_END: write_strength
+
+// ANCHOR: delta_rule_step
+/// One write of the delta rule: retrieve v̄ = W k̄, then
+/// W ← W + β (v − v̄) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
+/// Returns v̄, what the memory held for k̄ before the write.
+pub fn delta_rule_step(
+    memory: &mut Array2<f64>,
+    k_bar: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+    beta: f64,
+) -> Array1<f64> {
+    let v_bar = memory.dot(k_bar); // what is stored for this key now
+    let correction = (&v.view() - &v_bar) * beta;
+    fast_weight_write(memory, &correction, k_bar); // add β (v − v̄) k̄ᵀ
+    v_bar
+}
+// ANCHOR_END: delta_rule_step
+
+// ANCHOR: gated_rule_step
+/// The gated rule of Peng et al. (2021), as Appendix A of the paper writes
+/// it: W ← (1 − β) W + β v kᵀ. memory: (m, p), k: (p), v: (m).
+pub fn gated_rule_step(
+    memory: &mut Array2<f64>,
+    k: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+    beta: f64,
+) {
+    *memory *= 1.0 - beta; // every association fades ...
+    fast_weight_write(memory, &v.mapv(|x| x * beta), k); // ... v kᵀ comes in
+}
+// ANCHOR_END: gated_rule_step
+
+// ANCHOR: delta_rule_recurrent
+/// What a delta-rule layer returns: the reads Y: (N, m) and the memory
+/// after the last token, W_N: (m, p).
+pub struct DeltaRead {
+    pub output: Array2<f64>,
+    pub memory: Array2<f64>,
+}
+
+/// The delta-rule layer, token by token, from W_0 = 0: with
+/// k̄_t = φ(k_t) / Σ φ(k_t) and q̄_t likewise,
+/// W_t = W_{t−1} + β_t (v_t − W_{t−1} k̄_t) k̄_tᵀ,  y_t = W_t q̄_t.
+/// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
+pub fn delta_rule_recurrent(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+) -> Result<DeltaRead, InputError> {
+    check_delta(phi_q, phi_k, v, beta)?;
+    let (n, p, m) = (phi_k.nrows(), phi_k.ncols(), v.ncols());
+    let mut memory = Array2::zeros((m, p));
+    let mut output = Array2::zeros((n, m));
+    for t in 0..n {
+        let k_bar = sum_normalise(&phi_k.row(t));
+        delta_rule_step(&mut memory, &k_bar, &v.row(t), beta[t]); // write
+        let q_bar = sum_normalise(&phi_q.row(t));
+        output.row_mut(t).assign(&memory.dot(&q_bar)); // read
+    }
+    Ok(DeltaRead { output, memory })
+}
+// ANCHOR_END: delta_rule_recurrent
+
+/// The checks of the delta-rule layers: those of a causal read, and one
+/// finite write strength per token.
+pub(crate) fn check_delta<T: Entry>(
+    phi_q: &ArrayRef2<T>,
+    phi_k: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
+    beta: &ArrayRef1<T>,
+) -> Result<(), InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    let beta = beta.view().insert_axis(Axis(1)); // (N, 1)
+    nonempty_finite("beta", &beta)?;
+    same_rows(("k", phi_k), ("beta", &beta), "one write strength per key")
+}
+
+// ANCHOR: forward_substitution
+/// Solve (I + A) X = B for A: (C, C) strictly lower triangular, B: (C, n),
+/// one row at a time: x_i = b_i − Σ_{j<i} a_ij x_j.
+pub fn forward_substitution(
+    a: &ArrayRef2<f64>,
+    b: &ArrayRef2<f64>,
+) -> Array2<f64> {
+    let mut x = b.to_owned();
+    for i in 1..x.nrows() {
+        let known = a.slice(s![i, ..i]).dot(&x.slice(s![..i, ..]));
+        let row = &x.row(i) - &known;
+        x.row_mut(i).assign(&row);
+    }
+    x
+}
+// ANCHOR_END: forward_substitution
+
+// ANCHOR: delta_rule_chunkwise
+/// The delta-rule layer in chunks of C tokens (Yang et al. 2024, in the
+/// book's orientation). Per chunk, with K̄, Q̄: (C, p), V: (C, m), W_0 the
+/// memory before it: A = tril(diag(β) K̄ K̄ᵀ, −1), T = (I + A)⁻¹ diag(β),
+/// U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
+pub fn delta_rule_chunkwise(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+    chunk: usize,
+) -> Result<DeltaRead, InputError> {
+    check_delta(phi_q, phi_k, v, beta)?;
+    check_chunk(chunk)?;
+    let (n, p, m) = (phi_k.nrows(), phi_k.ncols(), v.ncols());
+    let (k_all, q_all) = (
+        map_rows(phi_k, sum_normalise),
+        map_rows(phi_q, sum_normalise),
+    );
+    let mut memory = Array2::<f64>::zeros((m, p));
+    let mut output = Array2::zeros((n, m));
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n); // the last chunk may be short
+        let (k, q) = (
+            k_all.slice(s![start..end, ..]),
+            q_all.slice(s![start..end, ..]),
+        );
+        let (vc, b) = (v.slice(s![start..end, ..]), beta.slice(s![start..end]));
+        let mut a = k.dot(&k.t()); // A = tril(diag(β) K̄ K̄ᵀ, −1)
+        a.indexed_iter_mut()
+            .for_each(|((i, j), x)| *x = if j < i { b[i] * *x } else { 0.0 });
+        let t = forward_substitution(&a, &Array2::from_diag(&b));
+        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // (C, m)
+        let scores = causal_scores(&q, &k); // tril(Q̄ K̄ᵀ), diagonal included
+        let y = q.dot(&memory.t()) + scores.dot(&u);
+        output.slice_mut(s![start..end, ..]).assign(&y);
+        memory += &u.t().dot(&k); // W ← W_0 + Uᵀ K̄
+    }
+    Ok(DeltaRead { output, memory })
+}
+// ANCHOR_END: delta_rule_chunkwise
+
+/// One row of the Appendix A comparison at write strength β.
+pub struct AppendixARow {
+    pub beta: f64,
+    /// ‖W' k₂ − ((1 − β) v₂ + β v₃)‖ for the delta rule and the gated rule.
+    pub delta_rewritten: f64,
+    pub gated_rewritten: f64,
+    /// ‖W' k₁ − v₁‖, the unrelated association, for both rules.
+    pub delta_unrelated: f64,
+    pub gated_unrelated: f64,
+    /// ‖W' k₂ − (v₂ + v₃)‖ for the sum rule: it adds, whatever β.
+    pub sum_rewritten: f64,
+}
+
+/// Appendix A: a memory holds v₁ at k₁ and v₂ at k₂ (orthonormal keys in
+/// ℝ^8, unit values in ℝ^4, seed `seed`); then k₂ is written again with v₃.
+pub fn appendix_a_study(betas: &[f64], seed: u64) -> Vec<AppendixARow> {
+    let mut rng = crate::random::seeded(seed);
+    let keys = crate::linalg::orthonormal_keys(&mut rng, 2, 8);
+    let values =
+        crate::m3::attention::unit_rows(&crate::random::randn(&mut rng, 3, 4));
+    let (k1, k2) = (keys.row(0), keys.row(1));
+    let (v1, v2, v3) = (values.row(0), values.row(1), values.row(2));
+    let mut memory = Array2::zeros((4, 8));
+    fast_weight_write(&mut memory, &v1, &k1);
+    fast_weight_write(&mut memory, &v2, &k2);
+    let gap = |w: &Array2<f64>, k, v: &Array1<f64>| {
+        crate::linalg::norm(&(&w.dot(k) - v))
+    };
+    let mut sum = memory.clone();
+    fast_weight_write(&mut sum, &v3, &k2);
+    betas
+        .iter()
+        .map(|&beta| {
+            let target = &v2 * (1.0 - beta) + &v3 * beta;
+            let mut delta = memory.clone();
+            delta_rule_step(&mut delta, &k2, &v3, beta);
+            let mut gated = memory.clone();
+            gated_rule_step(&mut gated, &k2, &v3, beta);
+            AppendixARow {
+                beta,
+                delta_rewritten: gap(&delta, &k2, &target),
+                gated_rewritten: gap(&gated, &k2, &target),
+                delta_unrelated: gap(&delta, &k1, &v1.to_owned()),
+                gated_unrelated: gap(&gated, &k1, &v1.to_owned()),
+                sum_rewritten: gap(&sum, &k2, &(&v2 + &v3)),
+            }
+        })
+        .collect()
+}
+
+/// The Appendix A comparison as the chapter prints it.
+pub struct AppendixATable(pub Vec<AppendixARow>);
+
+impl std::fmt::Display for AppendixATable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "orthonormal k1, k2 in R^8; unit v1, v2, v3 in R^4; W holds \
+             v1 at k1, v2 at k2, then k2 is written with v3"
+        )?;
+        writeln!(
+            f,
+            "target at k2: (1 - beta) v2 + beta v3; distances |read - want|"
+        )?;
+        let mut table = Table::new()
+            .right("beta", 5)
+            .right("delta: k2", 14)
+            .gap(" ")
+            .right("delta: k1", 14)
+            .gap("  ")
+            .right("gated: k2", 14)
+            .gap(" ")
+            .right("gated: k1", 14)
+            .gap("  ")
+            .right("sum: k2 vs v2+v3", 16);
+        for r in &self.0 {
+            table.row([
+                format!("{:.2}", r.beta),
+                format!("{:.1e}", r.delta_rewritten),
+                format!("{:.1e}", r.delta_unrelated),
+                format!("{:.1e}", r.gated_rewritten),
+                format!("{:.3}", r.gated_unrelated),
+                format!("{:.1e}", r.sum_rewritten),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// One row of the chunkwise study: length N, chunk size C, and the largest
+/// row-relative difference between the chunkwise and recurrent outputs.
+pub struct ChunkRow {
+    pub n: usize,
+    pub chunk: usize,
+    pub difference: f64,
+}
+
+/// The chunkwise form against the recurrence on random inputs (d = 8,
+/// m = 8, φ = elu+1, β = σ of a random projection), seeds 0..seeds.
+pub fn chunkwise_study(cases: &[(usize, usize)], seeds: u64) -> Vec<ChunkRow> {
+    cases
+        .iter()
+        .map(|&(n, chunk)| {
+            let mut difference = 0.0_f64;
+            for seed in 0..seeds {
+                let mut rng = crate::random::seeded(seed);
+                let mut draw = |c| crate::random::randn(&mut rng, n, c);
+                let (q, k, v, x) = (draw(8), draw(8), draw(8), draw(8));
+                let w_beta =
+                    crate::random::randn(&mut rng, 1, 8).row(0).to_owned();
+                let beta = write_strength(&x, &w_beta).expect("x: (N, 8)");
+                let (q, k) = (
+                    crate::phi::elu_plus_one(&q),
+                    crate::phi::elu_plus_one(&k),
+                );
+                let rec = delta_rule_recurrent(&q, &k, &v, &beta).expect("ok");
+                let chunked =
+                    delta_rule_chunkwise(&q, &k, &v, &beta, chunk).expect("ok");
+                difference = difference.max(
+                    crate::linalg::worst_row_relative_difference(
+                        &chunked.output,
+                        &rec.output,
+                    ),
+                );
+            }
+            ChunkRow {
+                n,
+                chunk,
+                difference,
+            }
+        })
+        .collect()
+}
+
+/// The chunkwise study as the chapter prints it.
+pub struct ChunkTable {
+    pub seeds: u64,
+    pub rows: Vec<ChunkRow>,
+}
+
+impl std::fmt::Display for ChunkTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "phi = elu+1, d = m = 8, beta = sigma(w_beta . x), seeds 0..{}",
+            self.seeds
+        )?;
+        let mut table = Table::new()
+            .right("N", 6)
+            .gap(" ")
+            .right("C", 6)
+            .right("chunks", 8)
+            .gap("  ")
+            .right("chunkwise vs recurrent (rel.)", 30);
+        for r in &self.rows {
+            table.row([
+                r.n.to_string(),
+                r.chunk.to_string(),
+                r.n.div_ceil(r.chunk).to_string(),
+                format!("{:.1e}", r.difference),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::orthonormal_keys;
+    use crate::linalg::worst_row_relative_difference;
+    use crate::phi::{dpfp, elu_plus_one};
+    use crate::random::{randn, seeded};
+    use approx::assert_relative_eq;
+    use ndarray::array;
+
+    /// Two orthonormal keys k1, k2 in ℝ^d and three values: a memory that
+    /// holds v1 at k1 and v2 at k2, as the paper's Appendix A sets it up.
+    fn appendix_a(seed: u64, d: usize, m: usize) -> [Array2<f64>; 3] {
+        let mut rng = seeded(seed);
+        let keys = orthonormal_keys(&mut rng, 2, d);
+        let values = randn(&mut rng, 3, m);
+        let mut memory = Array2::zeros((m, d));
+        fast_weight_write(&mut memory, &values.row(0), &keys.row(0));
+        fast_weight_write(&mut memory, &values.row(1), &keys.row(1));
+        [keys, values, memory]
+    }
+
+    const BETAS: [f64; 5] = [0.0, 0.1, 0.5, 0.9, 1.0];
+
+    #[test]
+    fn sum_normalised_features_are_weights_that_sum_to_one() {
+        for seed in 0..10 {
+            let x = randn(&mut seeded(seed), 1, 8).row(0).to_owned();
+            for phi in [elu_plus_one(&x), dpfp(&x, 2)] {
+                let k_bar = sum_normalise(&phi);
+                assert_relative_eq!(k_bar.sum(), 1.0, epsilon = 1e-12);
+                assert!(k_bar.iter().all(|&w| w >= 0.0));
+                // Scaling φ(k) changes nothing: only its direction counts.
+                assert_relative_eq!(
+                    sum_normalise(&(&phi * 7.5)),
+                    k_bar,
+                    max_relative = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "positive sum")]
+    fn sum_normalising_all_zero_features_is_refused() {
+        // DPFP of the zero vector is all zeros: 0/0 would be NaN.
+        sum_normalise(&dpfp(&array![0.0, 0.0], 1));
+    }
+
+    #[test]
+    fn write_strength_is_a_logistic_of_the_input_between_0_and_1() {
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let x = randn(&mut rng, 20, 6) * 3.0;
+            let w = randn(&mut rng, 1, 6).row(0).to_owned();
+            let beta = write_strength(&x, &w).unwrap();
+            for t in 0..20 {
+                let a: f64 = x.row(t).dot(&w);
+                assert_relative_eq!(beta[t], 1.0 / (1.0 + (-a).exp()));
+                assert!(beta[t] > 0.0 && beta[t] < 1.0);
+            }
+        }
+        let zero = Array1::zeros(6);
+        let x = randn(&mut seeded(0), 3, 6);
+        assert_eq!(write_strength(&x, &zero).unwrap(), array![0.5, 0.5, 0.5]);
+        let msg = write_strength(&x, &Array1::zeros(5)).err().unwrap();
+        assert!(msg.to_string().contains("w_beta is [1, 5]"), "{msg}");
+    }
+
+    #[test]
+    fn with_beta_one_a_rewritten_key_returns_the_new_value() {
+        for seed in 0..10 {
+            for (d, m) in [(2, 1), (8, 8), (32, 5)] {
+                let [keys, values, memory] = appendix_a(seed, d, m);
+                let (k2, v2, v3) = (keys.row(1), values.row(1), values.row(2));
+                // The delta rule replaces v2 by v3 ...
+                let mut delta = memory.clone();
+                let v_bar = delta_rule_step(&mut delta, &k2, &v3, 1.0);
+                assert_relative_eq!(v_bar, v2, max_relative = 1e-12);
+                assert_relative_eq!(delta.dot(&k2), v3, max_relative = 1e-10);
+                // ... the sum rule returns the sum of old and new.
+                let mut sum = memory.clone();
+                fast_weight_write(&mut sum, &v3, &k2);
+                assert_relative_eq!(
+                    sum.dot(&k2),
+                    &v2 + &v3,
+                    max_relative = 1e-10
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn beta_interpolates_between_the_old_and_the_new_value() {
+        for seed in 0..10 {
+            let [keys, values, memory] = appendix_a(seed, 8, 4);
+            let (k2, v2, v3) = (keys.row(1), values.row(1), values.row(2));
+            for beta in BETAS {
+                let mut w = memory.clone();
+                delta_rule_step(&mut w, &k2, &v3, beta);
+                let want = &v2 * (1.0 - beta) + &v3 * beta;
+                assert_relative_eq!(
+                    w.dot(&k2),
+                    want,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_delta_rule_keeps_unrelated_associations_the_gated_rule_fades_them() {
+        // Appendix A: rewrite k2 with v3. Both rules move the read of k2 to
+        // (1 − β) v2 + β v3; only the gated rule also scales v1 at k1.
+        for seed in 0..10 {
+            for (d, m) in [(2, 3), (8, 8), (32, 5)] {
+                let [keys, values, memory] = appendix_a(seed, d, m);
+                let (k1, k2) = (keys.row(0), keys.row(1));
+                let (v1, v2, v3) =
+                    (values.row(0), values.row(1), values.row(2));
+                for beta in BETAS {
+                    let mut delta = memory.clone();
+                    delta_rule_step(&mut delta, &k2, &v3, beta);
+                    let mut gated = memory.clone();
+                    gated_rule_step(&mut gated, &k2, &v3, beta);
+                    let new = &v2 * (1.0 - beta) + &v3 * beta;
+                    for w in [&delta, &gated] {
+                        assert_relative_eq!(
+                            w.dot(&k2),
+                            new,
+                            max_relative = 1e-10,
+                            epsilon = 1e-12
+                        );
+                    }
+                    assert_relative_eq!(
+                        delta.dot(&k1),
+                        v1,
+                        max_relative = 1e-10
+                    );
+                    assert_relative_eq!(
+                        gated.dot(&k1),
+                        &v1 * (1.0 - beta),
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                    if beta > 0.0 {
+                        let lost =
+                            crate::linalg::norm(&(&gated.dot(&k1) - &v1));
+                        assert!(lost > 0.05 * crate::linalg::norm(&v1));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_delta_write_moves_the_read_beta_times_norm_squared_of_the_way() {
+        // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key.
+        for seed in 0..10 {
+            for (p, m) in [(1, 1), (8, 3), (48, 16)] {
+                let mut rng = seeded(seed);
+                let mut w = randn(&mut rng, m, p);
+                let k =
+                    sum_normalise(&elu_plus_one(&randn(&mut rng, 1, p)).row(0));
+                let v = randn(&mut rng, 1, m).row(0).to_owned();
+                for beta in BETAS {
+                    let before = w.clone();
+                    let v_bar = delta_rule_step(&mut w, &k, &v, beta);
+                    assert_eq!(v_bar, before.dot(&k));
+                    let step = beta * k.dot(&k);
+                    let want = (&v_bar - &v) * (1.0 - step);
+                    assert_relative_eq!(
+                        &w.dot(&k) - &v,
+                        want,
+                        max_relative = 1e-9,
+                        epsilon = 1e-12
+                    );
+                    w = before;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn without_sum_normalisation_repeated_writes_of_one_key_can_diverge() {
+        // The error of the read after each write is multiplied by
+        // 1 − β‖k‖². A sum-normalised key has ‖k̄‖² ≤ 1, so for β ∈ [0, 1]
+        // the factor lies in [0, 1]; a raw φ(k) can make it exceed 1 in size.
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let phi = elu_plus_one(&randn(&mut rng, 1, 16)).row(0).to_owned();
+            let v = randn(&mut rng, 1, 4).row(0).to_owned();
+            for (key, should_grow) in
+                [(phi.clone(), true), (sum_normalise(&phi), false)]
+            {
+                let mut w = Array2::zeros((4, 16));
+                let mut last = crate::linalg::norm(&v);
+                for _ in 0..20 {
+                    delta_rule_step(&mut w, &key, &v, 0.5);
+                    let err = crate::linalg::norm(&(&w.dot(&key) - &v));
+                    assert_eq!(err > last, should_grow, "seed {seed}");
+                    last = err;
+                }
+                if should_grow {
+                    assert!(last > 1e6, "seed {seed}: {last}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sum_normalised_reads_are_convex_combinations_of_memory_columns() {
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let w = randn(&mut rng, 5, 24);
+            let q = sum_normalise(&dpfp(&randn(&mut rng, 1, 4).row(0), 3));
+            let y = w.dot(&q);
+            for (i, row) in w.rows().into_iter().enumerate() {
+                let lo = row.fold(f64::INFINITY, |a, &b| a.min(b));
+                let hi = row.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                assert!(y[i] >= lo - 1e-12 && y[i] <= hi + 1e-12);
+            }
+        }
+    }
+
+    fn random_layer(
+        seed: u64,
+        n: usize,
+        d: usize,
+        m: usize,
+        dpfp_nu: Option<usize>,
+    ) -> (Array2<f64>, Array2<f64>, Array2<f64>, Array1<f64>) {
+        let mut rng = seeded(seed);
+        let q = randn(&mut rng, n, d);
+        let k = randn(&mut rng, n, d);
+        let v = randn(&mut rng, n, m);
+        let x = randn(&mut rng, n, 6);
+        let w_beta = randn(&mut rng, 1, 6).row(0).to_owned();
+        let beta = write_strength(&x, &w_beta).unwrap();
+        let phi = |a: &Array2<f64>| match dpfp_nu {
+            Some(nu) => map_rows(a, |r| dpfp(r, nu)),
+            None => elu_plus_one(a),
+        };
+        (phi(&q), phi(&k), v, beta)
+    }
+
+    #[test]
+    fn the_recurrence_is_one_delta_step_and_one_read_per_token() {
+        for seed in 0..5 {
+            let (q, k, v, beta) = random_layer(seed, 30, 4, 3, None);
+            let read = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+            let mut w = Array2::zeros((3, 4));
+            for t in 0..30 {
+                let k_bar = sum_normalise(&k.row(t));
+                delta_rule_step(&mut w, &k_bar, &v.row(t), beta[t]);
+                let y = w.dot(&sum_normalise(&q.row(t)));
+                assert_eq!(read.output.row(t), y);
+            }
+            assert_eq!(read.memory, w);
+            // β = 0 never writes: the memory stays empty.
+            let zero = Array1::zeros(30);
+            let none = delta_rule_recurrent(&q, &k, &v, &zero).unwrap();
+            assert!(none.output.iter().all(|&y| y == 0.0));
+        }
+    }
+
+    #[test]
+    fn forward_substitution_solves_identity_plus_strictly_lower() {
+        for seed in 0..10 {
+            for (c, n) in [(1, 1), (2, 3), (8, 8), (40, 5)] {
+                let mut rng = seeded(seed);
+                let mut a = randn(&mut rng, c, c) * 0.5;
+                a.indexed_iter_mut().for_each(|((i, j), x)| {
+                    if j >= i {
+                        *x = 0.0;
+                    }
+                });
+                let b = randn(&mut rng, c, n);
+                let x = forward_substitution(&a, &b);
+                let back = &x + &a.dot(&x); // (I + A) X
+                assert_relative_eq!(
+                    back,
+                    b,
+                    max_relative = 1e-9,
+                    epsilon = 1e-9
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn chunkwise_delta_rule_equals_the_recurrence() {
+        // Lengths that are and are not multiples of C; C = 1, several
+        // sizes, and C ≥ N (one chunk: the fully parallel form).
+        let lengths = [1, 2, 7, 16, 33, 100, 257];
+        let chunks = [1, 3, 8, 16, 64, 300];
+        for seed in 0..4 {
+            for &n in &lengths {
+                for (i, &c) in chunks.iter().enumerate() {
+                    let nu = [None, Some(1), Some(2)][i % 3];
+                    let (d, m) = [(4, 3), (8, 8), (6, 5)][(i + n) % 3];
+                    let (q, k, v, beta) = random_layer(seed, n, d, m, nu);
+                    let rec = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+                    let chunked =
+                        delta_rule_chunkwise(&q, &k, &v, &beta, c).unwrap();
+                    let gap = worst_row_relative_difference(
+                        &chunked.output,
+                        &rec.output,
+                    );
+                    assert!(gap < 1e-10, "N {n} C {c} seed {seed}: {gap:e}");
+                    assert_relative_eq!(
+                        chunked.memory,
+                        rec.memory,
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_an_error_naming_the_problem() {
+        let (q, k, v, beta) = random_layer(0, 12, 4, 3, None);
+        let short = beta.slice(s![..11]).to_owned();
+        for c in [None, Some(4)] {
+            let run = |q: &Array2<f64>, k: &Array2<f64>, b: &Array1<f64>| {
+                match c {
+                    None => delta_rule_recurrent(q, k, &v, b),
+                    Some(c) => delta_rule_chunkwise(q, k, &v, b, c),
+                }
+                .err()
+                .unwrap()
+                .to_string()
+            };
+            let msg = run(&q, &k, &short);
+            assert!(msg.contains("beta is [11, 1]"), "{msg}");
+            let mut nan = beta.clone();
+            nan[3] = f64::NAN;
+            assert!(run(&q, &k, &nan).contains("NaN in beta at [3, 0]"));
+            if c.is_some() {
+                let msg = delta_rule_chunkwise(&q, &k, &v, &beta, 0)
+                    .err()
+                    .unwrap()
+                    .to_string();
+                assert!(msg.contains("chunk is 0"), "{msg}");
+            }
+            let narrow = k.slice(s![.., ..3]).to_owned();
+            let msg = run(&q, &narrow, &beta);
+            assert!(
+                msg.contains("q is [12, 4]") && msg.contains("k is [12, 3]")
+            );
+        }
+    }
+
+    #[test]
+    fn appendix_a_study_shows_the_contrast_at_every_beta() {
+        let rows = appendix_a_study(&BETAS, 0);
+        for r in rows {
+            assert!(r.delta_rewritten < 1e-12 && r.delta_unrelated < 1e-12);
+            assert!(r.gated_rewritten < 1e-12);
+            // Unit v1: the gated rule leaves (1 − β) v1, off by β.
+            assert!((r.gated_unrelated - r.beta).abs() < 1e-12);
+            assert!(r.sum_rewritten < 1e-12);
+        }
+    }
+
+    #[test]
+    fn chunkwise_study_agrees_to_rounding() {
+        let rows = chunkwise_study(&[(1, 1), (100, 7), (100, 100)], 2);
+        assert!(rows.iter().all(|r| r.difference < 1e-10));
+    }
+}

@@ -1,0 +1,245 @@
+//! Chapter "Feature maps: elu+1, FAVOR+, DPFP": what each map costs and
+//! gives, measured. The maps themselves live in `phi`, shared by every chapter.
+
+use crate::phi::FeatureMap;
+use crate::phi::{favor_plus, favor_projection};
+use crate::random::{randn, seeded};
+use crate::table::Table;
+use ndarray::Array1;
+use std::fmt;
+
+/// How far FAVOR+'s estimate of exp(qᵀk) strays, at r random features.
+#[derive(Clone)]
+pub struct SpreadRow {
+    pub r: usize,
+    /// Standard deviation of φ(q)ᵀφ(k) over draws of Ω, divided by
+    /// exp(qᵀk): Ω with independent N(0, 1) entries.
+    pub iid: f64,
+    /// The same with orthogonal random features (`favor_projection`).
+    pub orthogonal: f64,
+    /// Mean of the estimate over the draws, divided by exp(qᵀk).
+    pub mean_iid: f64,
+    /// The exact relative spread for independent N(0, 1) entries,
+    /// √(2/r) sinh(‖q + k‖²/2).
+    pub exact_iid: f64,
+}
+
+// ANCHOR: favor_spread
+/// The relative spread of FAVOR+'s estimate of exp(qᵀk) for one pair q, k
+/// of length ½ in ℝ^d, over `draws` projections Ω: (d, r), for each r.
+pub fn favor_spread(d: usize, rs: &[usize], draws: usize) -> Vec<SpreadRow> {
+    let mut rng = seeded(7);
+    let short = |x: Array1<f64>| &x * (0.5 / x.dot(&x).sqrt());
+    let q = short(randn(&mut rng, 1, d).row(0).to_owned());
+    let k = short(randn(&mut rng, 1, d).row(0).to_owned());
+    let exact = q.dot(&k).exp();
+    let s = &q + &k;
+    rs.iter()
+        .map(|&r| {
+            let mut rng = seeded(r as u64);
+            let mut iid = vec![];
+            let mut orthogonal = vec![];
+            for _ in 0..draws {
+                let omega = randn(&mut rng, d, r); // N(0, 1) entries
+                iid.push(favor_plus(&q, &omega).dot(&favor_plus(&k, &omega)));
+                let omega = favor_projection(&mut rng, d, r);
+                let e = favor_plus(&q, &omega).dot(&favor_plus(&k, &omega));
+                orthogonal.push(e);
+            }
+            SpreadRow {
+                r,
+                iid: std_dev(&iid) / exact,
+                orthogonal: std_dev(&orthogonal) / exact,
+                mean_iid: iid.iter().sum::<f64>() / draws as f64 / exact,
+                exact_iid: (2.0 / r as f64).sqrt() * (s.dot(&s) / 2.0).sinh(),
+            }
+        })
+        .collect()
+}
+// ANCHOR_END: favor_spread
+
+fn std_dev(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+}
+
+/// Width of the keys of the chapter's spread study.
+pub const SPREAD_D: usize = 8;
+/// Numbers of random features r of the spread study.
+pub const SPREAD_RS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Draws of Ω per r in the spread study.
+pub const SPREAD_DRAWS: usize = 1000;
+
+/// The spread study as the chapter prints it.
+pub struct SpreadTable(pub Vec<SpreadRow>);
+
+impl fmt::Display for SpreadTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "FAVOR+ estimate of exp(q.k), |q| = |k| = 1/2, d = {SPREAD_D}, \
+             {SPREAD_DRAWS} draws of Omega per r"
+        )?;
+        writeln!(f, "spreads are standard deviations divided by exp(q.k)")?;
+        let mut table = Table::new()
+            .right("r", 5)
+            .gap(" ")
+            .right("p", 5)
+            .right("mean / exact", 13)
+            .right("spread iid", 12)
+            .right("exact iid", 12)
+            .right("orthogonal", 12);
+        for row in &self.0 {
+            table.row([
+                row.r.to_string(),
+                (2 * row.r).to_string(),
+                format!("{:.3}", row.mean_iid),
+                format!("{:.3}", row.iid),
+                format!("{:.3}", row.exact_iid),
+                format!("{:.3}", row.orthogonal),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// What one feature map gives, for keys of width d.
+pub struct MapRow {
+    pub map: FeatureMap,
+    pub p: usize,
+    /// Multiplications (and exponentials) to map one vector.
+    pub work: usize,
+    /// Smallest feature seen over random inputs.
+    pub smallest: f64,
+    /// Fraction of features that are exactly zero, over random inputs.
+    pub zeros: f64,
+    pub deterministic: bool,
+}
+
+/// Each map of `maps` on `inputs` random vectors of width d (seed 0).
+pub fn feature_map_table(
+    maps: &[FeatureMap],
+    d: usize,
+    inputs: usize,
+) -> Vec<MapRow> {
+    let x = randn(&mut seeded(0), inputs, d);
+    maps.iter()
+        .map(|&map| {
+            let omega = map.projection(&mut seeded(1), d);
+            let phi = map.apply(&x, &omega);
+            let work = match map {
+                FeatureMap::EluPlusOne => d,
+                FeatureMap::Dpfp(nu) => 2 * nu * d,
+                FeatureMap::Favor(r) => r * d + 2 * r,
+            };
+            let again = map.apply(&x, &map.projection(&mut seeded(2), d));
+            MapRow {
+                map,
+                p: phi.ncols(),
+                work,
+                smallest: phi.fold(f64::INFINITY, |a, &b| a.min(b)),
+                zeros: phi.iter().filter(|&&f| f == 0.0).count() as f64
+                    / phi.len() as f64,
+                deterministic: again == phi,
+            }
+        })
+        .collect()
+}
+
+/// The maps of the chapter's table, for keys of width 64 as in the paper.
+pub const TABLE_MAPS: [FeatureMap; 6] = [
+    FeatureMap::EluPlusOne,
+    FeatureMap::Dpfp(1),
+    FeatureMap::Dpfp(2),
+    FeatureMap::Dpfp(3),
+    FeatureMap::Favor(64),
+    FeatureMap::Favor(128),
+];
+
+/// The feature-map table as the chapter prints it.
+pub struct MapTable {
+    pub d: usize,
+    pub inputs: usize,
+    pub rows: Vec<MapRow>,
+}
+
+impl fmt::Display for MapTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "keys of width d = {}, {} random N(0, I) inputs",
+            self.d, self.inputs
+        )?;
+        let mut table = Table::new()
+            .left("feature map", 13)
+            .gap(" ")
+            .right("p", 5)
+            .right("work per vector", 16)
+            .right("smallest feature", 17)
+            .right("zero share", 12)
+            .right("deterministic", 14);
+        for r in &self.rows {
+            table.row([
+                r.map.name().to_string(),
+                r.p.to_string(),
+                r.work.to_string(),
+                format!("{:.1e}", r.smallest),
+                format!("{:.2}", r.zeros),
+                if r.deterministic { "yes" } else { "no" }.to_string(),
+            ]);
+        }
+        write!(f, "{table}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn favor_plus_spread_matches_its_exact_value_and_falls_like_root_r() {
+        // For Ω with N(0, 1) entries the relative spread of the estimate is
+        // √(2/r) sinh(‖q + k‖²/2): it halves when r grows fourfold.
+        let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+        for row in &rows {
+            let ratio = row.iid / row.exact_iid;
+            assert!((0.8..1.2).contains(&ratio), "r {}: {ratio}", row.r);
+            // The mean within four standard errors of exp(qᵀk).
+            let se = row.exact_iid / (SPREAD_DRAWS as f64).sqrt();
+            assert!((row.mean_iid - 1.0).abs() < 4.0 * se, "r {}", row.r);
+        }
+        for pair in rows.windows(2) {
+            assert!(pair[1].exact_iid < pair[0].exact_iid);
+            assert!(pair[1].iid < pair[0].iid, "r = {}", pair[1].r);
+        }
+    }
+
+    #[test]
+    fn orthogonal_features_spread_no_more_than_independent_ones() {
+        let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+        for row in &rows[1..] {
+            assert!(row.orthogonal < 1.1 * row.iid, "r = {}", row.r);
+        }
+    }
+
+    #[test]
+    fn the_table_shows_p_positivity_sparsity_and_randomness() {
+        let rows = feature_map_table(&TABLE_MAPS, 64, 50);
+        let p: Vec<usize> = rows.iter().map(|r| r.p).collect();
+        assert_eq!(p, vec![64, 128, 256, 384, 128, 256]);
+        for r in &rows {
+            match r.map {
+                FeatureMap::EluPlusOne | FeatureMap::Favor(_) => {
+                    assert!(r.smallest > 0.0 && r.zeros == 0.0);
+                }
+                FeatureMap::Dpfp(_) => {
+                    assert!(r.smallest == 0.0);
+                    assert!(r.zeros >= 0.5, "{}: {}", r.map.name(), r.zeros);
+                }
+            }
+            let random = matches!(r.map, FeatureMap::Favor(_));
+            assert_eq!(r.deterministic, !random);
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Part II — The paper: linear transformers are secretly fast weight
+//! programmers, one module per chapter, in the order of `src/SUMMARY.md`.
+
+pub mod capacity;
+pub mod capacity_sweep;
+pub mod delta_rule;
+pub mod feature_maps;
+pub mod fwp;
+pub mod retrieval;

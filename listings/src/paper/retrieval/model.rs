@@ -1,0 +1,712 @@
+//! The one-layer model of the retrieval task and its gradient, by hand.
+//!
+//! Each pair (k_t, v_t) of an episode becomes the input
+//! x_t = [one_hot(v_t); emb(k_t)] ∈ ℝ^{n+e}; the layer's key is
+//! k_t = W_k x_t ∈ ℝ^d, its value the fixed one-hot vector one_hot(v_t) ∈ ℝ^n,
+//! and the query is q = W_q emb(query). The layer reads out ŷ ∈ ℝ^n, compared
+//! with one_hot(target) by the loss ½‖ŷ − y‖².
+//!
+//! The backward pass is written out for every feature map and both update
+//! rules; the tests check each against central finite differences.
+
+use crate::paper::delta_rule::{delta_rule_step, sum_normalise};
+use crate::paper::retrieval::task::Episode;
+use crate::phi::{dpfp, elu_plus_one, favor_plus, favor_projection};
+use crate::random::randn;
+use ndarray::{Array1, Array2, Axis, s};
+use rand::Rng;
+
+/// The feature map φ of a linear layer: the book's one feature-map type.
+/// For FAVOR+, Ω is redrawn at every step.
+pub use crate::phi::FeatureMap as Phi;
+
+/// How a linear layer writes its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// W_t = W_{t−1} + v_t φ(k_t)ᵀ, read W φ(q) / (zᵀφ(q) + ε).
+    Sum,
+    /// W_t = W_{t−1} + β_t (v_t − W_{t−1} k̄_t) k̄_tᵀ, read W q̄.
+    Delta,
+}
+
+/// The attention layer of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// softmax(q·k_t/√d) over the pairs.
+    Softmax,
+    /// A fast-weight memory with feature map φ and an update rule.
+    Linear(Phi, Rule),
+}
+
+impl Layer {
+    /// The name used in data files, outputs and figures.
+    pub fn name(self) -> String {
+        let phi = |phi: Phi| match phi {
+            Phi::EluPlusOne => "elu+1".to_string(),
+            Phi::Dpfp(nu) => format!("dpfp-{nu}"),
+            Phi::Favor(r) => format!("favor-{r}"),
+        };
+        match self {
+            Layer::Softmax => "softmax".to_string(),
+            Layer::Linear(p, Rule::Sum) => phi(p),
+            Layer::Linear(p, Rule::Delta) => format!("{}/delta", phi(p)),
+        }
+    }
+
+    /// The memory's key width p for keys of width d (d for softmax).
+    pub fn width(self, d: usize) -> usize {
+        match self {
+            Layer::Softmax | Layer::Linear(Phi::EluPlusOne, _) => d,
+            Layer::Linear(Phi::Dpfp(nu), _) => 2 * nu * d,
+            Layer::Linear(Phi::Favor(r), _) => 2 * r,
+        }
+    }
+}
+
+/// Sizes: n keys and n values, keys of width d, embeddings of width e.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub n: usize,
+    pub d: usize,
+    pub e: usize,
+}
+
+impl Shape {
+    /// The paper's embedding width int(2.2 n) for n keys, keys of width d.
+    pub fn paper(n: usize, d: usize) -> Shape {
+        Shape {
+            n,
+            d,
+            e: (2.2 * n as f64) as usize,
+        }
+    }
+}
+
+/// The trainable (slow) weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Key embeddings, one row per key symbol: (n, e).
+    pub emb: Array2<f64>,
+    /// Key projection: (d, n + e).
+    pub w_k: Array2<f64>,
+    /// Query projection: (d, e).
+    pub w_q: Array2<f64>,
+    /// Write-strength projection of the delta rule: (n + e).
+    pub w_beta: Array1<f64>,
+}
+
+impl Params {
+    /// Embeddings N(0, 1) as in the paper; projections N(0, 1/fan-in);
+    /// w_β = 0, so every write starts at strength σ(0) = ½.
+    pub fn init(rng: &mut impl Rng, shape: Shape) -> Params {
+        let Shape { n, d, e } = shape;
+        Params {
+            emb: randn(rng, n, e),
+            w_k: randn(rng, d, n + e) / ((n + e) as f64).sqrt(),
+            w_q: randn(rng, d, e) / (e as f64).sqrt(),
+            w_beta: Array1::zeros(n + e),
+        }
+    }
+
+    /// Zeros of the same shapes, to accumulate a gradient in.
+    pub fn zeros_like(&self) -> Params {
+        Params {
+            emb: Array2::zeros(self.emb.dim()),
+            w_k: Array2::zeros(self.w_k.dim()),
+            w_q: Array2::zeros(self.w_q.dim()),
+            w_beta: Array1::zeros(self.w_beta.dim()),
+        }
+    }
+
+    /// Every weight as one mutable slice per tensor.
+    pub fn slices_mut(&mut self) -> [&mut [f64]; 4] {
+        let msg = "parameters are contiguous";
+        [
+            self.emb.as_slice_mut().expect(msg),
+            self.w_k.as_slice_mut().expect(msg),
+            self.w_q.as_slice_mut().expect(msg),
+            self.w_beta.as_slice_mut().expect(msg),
+        ]
+    }
+
+    /// Every weight as one slice per tensor.
+    pub fn slices(&self) -> [&[f64]; 4] {
+        let msg = "parameters are contiguous";
+        [
+            self.emb.as_slice().expect(msg),
+            self.w_k.as_slice().expect(msg),
+            self.w_q.as_slice().expect(msg),
+            self.w_beta.as_slice().expect(msg),
+        ]
+    }
+}
+
+/// FAVOR+'s random projection Ω: (d, r) for a FAVOR+ layer (orthogonal
+/// random features, [`favor_projection`]); other layers need none.
+pub fn draw_omega(rng: &mut impl Rng, layer: Layer, d: usize) -> Array2<f64> {
+    match layer {
+        Layer::Linear(Phi::Favor(r), _) => favor_projection(rng, d, r),
+        _ => Array2::zeros((d, 0)),
+    }
+}
+
+fn one_hot(n: usize, i: usize) -> Array1<f64> {
+    let mut v = Array1::zeros(n);
+    v[i] = 1.0;
+    v
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// φ(x) for one key or query.
+fn phi_forward(phi: Phi, x: &Array1<f64>, omega: &Array2<f64>) -> Array1<f64> {
+    match phi {
+        Phi::EluPlusOne => elu_plus_one(x),
+        Phi::Dpfp(nu) => dpfp(x, nu),
+        Phi::Favor(_) => favor_plus(x, omega),
+    }
+}
+
+/// dL/dx from dL/dφ(x) = g, where f = φ(x).
+fn phi_backward(
+    phi: Phi,
+    x: &Array1<f64>,
+    f: &Array1<f64>,
+    g: &Array1<f64>,
+    omega: &Array2<f64>,
+) -> Array1<f64> {
+    match phi {
+        // φ' = 1 above zero, eˣ = φ below.
+        Phi::EluPlusOne => Array1::from_shape_fn(x.len(), |i| {
+            if x[i] > 0.0 { g[i] } else { g[i] * f[i] }
+        }),
+        Phi::Dpfp(nu) => {
+            let d = x.len();
+            let m = 2 * d;
+            let xt = Array1::from_shape_fn(m, |i| {
+                if i < d {
+                    x[i].max(0.0)
+                } else {
+                    (-x[i - d]).max(0.0)
+                }
+            });
+            // φ_j[i] = x̃[i] · x̃[(i − j) mod 2d], j = 1..=ν
+            let mut dxt = Array1::<f64>::zeros(m);
+            for j in 1..=nu {
+                for i in 0..m {
+                    let gi = g[(j - 1) * m + i];
+                    let back = (i + m - j % m) % m;
+                    dxt[i] += gi * xt[back];
+                    dxt[back] += gi * xt[i];
+                }
+            }
+            Array1::from_shape_fn(d, |i| {
+                let up = if x[i] > 0.0 { dxt[i] } else { 0.0 };
+                let down = if x[i] < 0.0 { dxt[d + i] } else { 0.0 };
+                up - down
+            })
+        }
+        Phi::Favor(r) => {
+            // f = exp([Ωᵀx, −Ωᵀx] − ‖x‖²/2) / √(2r)
+            let gf = g * f;
+            let diff = &gf.slice(s![..r]) - &gf.slice(s![r..]);
+            omega.dot(&diff) - x * gf.sum()
+        }
+    }
+}
+
+/// The loss ½‖ŷ − y‖² of one episode, with its gradient added into
+/// `grad` when given. `omega` is FAVOR+'s projection (ignored otherwise).
+pub fn episode_loss(
+    params: &Params,
+    layer: Layer,
+    episode: &Episode,
+    omega: &Array2<f64>,
+    grad: Option<&mut Params>,
+) -> f64 {
+    let n = params.emb.nrows();
+    let w_k_v = params.w_k.slice(s![.., ..n]); // the one-hot part
+    let w_k_e = params.w_k.slice(s![.., n..]); // the embedding part
+    let keys: Vec<Array1<f64>> = episode
+        .keys
+        .iter()
+        .zip(&episode.values)
+        .map(|(&k, &v)| &w_k_v.column(v) + &w_k_e.dot(&params.emb.row(k)))
+        .collect();
+    let q = params.w_q.dot(&params.emb.row(episode.query));
+    // β_t = σ(w_β · x_t), the delta rule's write strengths.
+    let betas: Vec<f64> = episode
+        .keys
+        .iter()
+        .zip(&episode.values)
+        .map(|(&k, &v)| {
+            let w = &params.w_beta;
+            sigmoid(w[v] + w.slice(s![n..]).dot(&params.emb.row(k)))
+        })
+        .collect();
+    let (y_hat, back) = match layer {
+        Layer::Softmax => softmax_read(&keys, &episode.values, &q, n),
+        Layer::Linear(phi, Rule::Sum) => {
+            sum_read(phi, &keys, &episode.values, &q, n, omega)
+        }
+        Layer::Linear(phi, Rule::Delta) => {
+            delta_read(phi, &keys, &episode.values, &betas, &q, n, omega)
+        }
+    };
+    let error = &y_hat - &one_hot(n, episode.target);
+    let loss = 0.5 * error.dot(&error);
+    if let Some(grad) = grad {
+        let (d_keys, d_q, d_beta) = back(&error);
+        for (t, (&k, &v)) in
+            episode.keys.iter().zip(&episode.values).enumerate()
+        {
+            let dk = &d_keys[t];
+            // k_t = W_k[:, v] + W_k[:, n..] emb[k]
+            grad.w_k.column_mut(v).scaled_add(1.0, dk);
+            let mut g_w_e = grad.w_k.slice_mut(s![.., n..]);
+            let outer = dk
+                .view()
+                .insert_axis(Axis(1))
+                .dot(&params.emb.row(k).insert_axis(Axis(0)));
+            g_w_e += &outer;
+            let mut d_emb = w_k_e.t().dot(dk);
+            if let Some(db) = d_beta.as_ref().map(|d| d[t]) {
+                // β_t = σ(w_β · x_t): dσ = β(1 − β)
+                let w = &params.w_beta;
+                let dpre = db * betas[t] * (1.0 - betas[t]);
+                grad.w_beta[v] += dpre;
+                grad.w_beta
+                    .slice_mut(s![n..])
+                    .scaled_add(dpre, &params.emb.row(k));
+                d_emb.scaled_add(dpre, &w.slice(s![n..]));
+            }
+            grad.emb.row_mut(k).scaled_add(1.0, &d_emb);
+        }
+        // q = W_q emb[query]
+        let e_q = params.emb.row(episode.query);
+        grad.w_q += &d_q
+            .view()
+            .insert_axis(Axis(1))
+            .dot(&e_q.insert_axis(Axis(0)));
+        let d_emb_q = params.w_q.t().dot(&d_q);
+        grad.emb.row_mut(episode.query).scaled_add(1.0, &d_emb_q);
+    }
+    loss
+}
+
+/// What a read returns: ŷ, and a function from dL/dŷ to the gradients
+/// with respect to the keys, the query and (delta rule) the write strengths.
+pub type Read<'a> = (
+    Array1<f64>,
+    Box<
+        dyn Fn(
+                &Array1<f64>,
+            ) -> (Vec<Array1<f64>>, Array1<f64>, Option<Vec<f64>>)
+            + 'a,
+    >,
+);
+
+fn softmax_read<'a>(
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    q: &'a Array1<f64>,
+    n: usize,
+) -> Read<'a> {
+    let scale = 1.0 / (q.len() as f64).sqrt();
+    let scores: Vec<f64> = keys.iter().map(|k| k.dot(q) * scale).collect();
+    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let total: f64 = exps.iter().sum();
+    let a: Vec<f64> = exps.iter().map(|e| e / total).collect();
+    let mut y_hat = Array1::zeros(n);
+    for (t, &v) in values.iter().enumerate() {
+        y_hat[v] += a[t];
+    }
+    let back = move |g: &Array1<f64>| {
+        let da: Vec<f64> = values.iter().map(|&v| g[v]).collect();
+        let mean: f64 = a.iter().zip(&da).map(|(a, d)| a * d).sum();
+        let ds: Vec<f64> =
+            a.iter().zip(&da).map(|(a, d)| a * (d - mean)).collect();
+        let mut dq = Array1::zeros(q.len());
+        let d_keys = keys
+            .iter()
+            .zip(&ds)
+            .map(|(k, &s)| {
+                dq.scaled_add(s * scale, k);
+                q * (s * scale)
+            })
+            .collect();
+        (d_keys, dq, None)
+    };
+    (y_hat, Box::new(back))
+}
+
+/// ε in the sum rule's denominator, as in the paper's reference code.
+pub const EPS: f64 = 1e-6;
+
+// ANCHOR: sum_read
+/// The sum rule's read at the query, and its backward pass in closed form:
+/// with a = W φ(q) and s = zᵀφ(q) + ε, ŷ = a / s, so da = g / s,
+/// ds = −g·ŷ / s, and each φ(k_t) gets φ(q) (da[v_t] + ds).
+pub fn sum_read<'a>(
+    phi: Phi,
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    q: &'a Array1<f64>,
+    n: usize,
+    omega: &'a Array2<f64>,
+) -> Read<'a> {
+    let fk: Vec<Array1<f64>> =
+        keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
+    let fq = phi_forward(phi, q, omega);
+    let p = fq.len();
+    let mut w = Array2::<f64>::zeros((n, p));
+    let mut z = Array1::<f64>::zeros(p);
+    for (f, &v) in fk.iter().zip(values) {
+        w.row_mut(v).scaled_add(1.0, f); // v_t φ(k_t)ᵀ with one-hot v_t
+        z += f;
+    }
+    let s = z.dot(&fq) + EPS;
+    let y_hat = w.dot(&fq) / s;
+    let back = move |g: &Array1<f64>| {
+        let y_hat = w.dot(&fq) / s;
+        let da = g / s;
+        let ds = -g.dot(&y_hat) / s;
+        let dfq = w.t().dot(&da) + &z * ds;
+        let d_keys = keys
+            .iter()
+            .zip(&fk)
+            .zip(values)
+            .map(|((k, f), &v)| {
+                let df = &fq * (da[v] + ds);
+                phi_backward(phi, k, f, &df, omega)
+            })
+            .collect();
+        (d_keys, phi_backward(phi, q, &fq, &dfq, omega), None)
+    };
+    (y_hat, Box::new(back))
+}
+// ANCHOR_END: sum_read
+
+/// The backward pass of sum normalisation k̄ = x / Σx:
+/// dx = (dk̄ − (dk̄·k̄)) / Σx.
+fn sum_normalise_back(
+    x: &Array1<f64>,
+    x_bar: &Array1<f64>,
+    g: &Array1<f64>,
+) -> Array1<f64> {
+    (g - g.dot(x_bar)) / x.sum()
+}
+
+// ANCHOR: delta_read
+/// The delta rule's read at the query, and its backward pass: the forward
+/// pass keeps every W_t; the backward pass walks t from L down to 1 with
+/// G = dL/dW_t, using W_t = W_{t−1} (I − β_t k̄_t k̄_tᵀ) + β_t v_t k̄_tᵀ.
+#[allow(clippy::too_many_arguments)]
+pub fn delta_read<'a>(
+    phi: Phi,
+    keys: &'a [Array1<f64>],
+    values: &'a [usize],
+    betas: &'a [f64],
+    q: &'a Array1<f64>,
+    n: usize,
+    omega: &'a Array2<f64>,
+) -> Read<'a> {
+    let fk: Vec<Array1<f64>> =
+        keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
+    let kb: Vec<Array1<f64>> = fk.iter().map(|f| sum_normalise(f)).collect();
+    let fq = phi_forward(phi, q, omega);
+    let qb = sum_normalise(&fq);
+    let p = fq.len();
+    // W_0 = 0; keep every W_t for the backward pass.
+    let mut history = vec![Array2::<f64>::zeros((n, p))];
+    for t in 0..keys.len() {
+        let mut w = history[t].clone();
+        delta_rule_step(&mut w, &kb[t], &one_hot(n, values[t]), betas[t]);
+        history.push(w);
+    }
+    let y_hat = history[keys.len()].dot(&qb);
+    let back = move |g: &Array1<f64>| {
+        let last = &history[keys.len()];
+        let dqb = last.t().dot(g);
+        let dq = phi_backward(
+            phi,
+            q,
+            &fq,
+            &sum_normalise_back(&fq, &qb, &dqb),
+            omega,
+        );
+        // G = dL/dW_t, walked from t = L down to 1.
+        let mut big_g = g
+            .view()
+            .insert_axis(Axis(1))
+            .dot(&qb.view().insert_axis(Axis(0)));
+        let mut d_keys = vec![Array1::zeros(q.len()); keys.len()];
+        let mut d_betas = vec![0.0; keys.len()];
+        for t in (0..keys.len()).rev() {
+            let w_prev = &history[t];
+            let k = &kb[t];
+            let r = one_hot(n, values[t]) - w_prev.dot(k);
+            let gk = big_g.dot(k);
+            d_betas[t] = r.dot(&gk);
+            let dkb = (big_g.t().dot(&r) - w_prev.t().dot(&gk)) * betas[t];
+            let dfk = sum_normalise_back(&fk[t], k, &dkb);
+            d_keys[t] = phi_backward(phi, &keys[t], &fk[t], &dfk, omega);
+            // dW_{t−1} = G (I − β k̄ k̄ᵀ)
+            let outer =
+                gk.insert_axis(Axis(1)).dot(&k.view().insert_axis(Axis(0)));
+            big_g.scaled_add(-betas[t], &outer);
+        }
+        (d_keys, dq, Some(d_betas))
+    };
+    (y_hat, Box::new(back))
+}
+// ANCHOR_END: delta_read
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paper::retrieval::task::{Setting, episodes};
+    use crate::random::seeded;
+
+    const LAYERS: [Layer; 11] = [
+        Layer::Softmax,
+        Layer::Linear(Phi::EluPlusOne, Rule::Sum),
+        Layer::Linear(Phi::EluPlusOne, Rule::Delta),
+        Layer::Linear(Phi::Dpfp(1), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(2), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(3), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(1), Rule::Delta),
+        Layer::Linear(Phi::Dpfp(2), Rule::Delta),
+        Layer::Linear(Phi::Dpfp(3), Rule::Delta),
+        Layer::Linear(Phi::Favor(6), Rule::Sum),
+        Layer::Linear(Phi::Favor(6), Rule::Delta),
+    ];
+
+    /// Compare the hand-written gradient with central differences, entry
+    /// by entry, for every tensor.
+    fn check_gradient(layer: Layer, setting: Setting, seed: u64) {
+        let shape = Shape { n: 4, d: 4, e: 5 };
+        let mut rng = seeded(seed);
+        let mut params = Params::init(&mut rng, shape);
+        // Non-zero w_β so the write strengths differ from step to step.
+        params.w_beta = randn(&mut rng, 1, 9).row(0).to_owned();
+        let omega = draw_omega(&mut rng, layer, shape.d);
+        let eps = episodes(seed, 2, shape.n, setting);
+        let loss = |p: &Params| -> f64 {
+            eps.iter()
+                .map(|e| episode_loss(p, layer, e, &omega, None))
+                .sum()
+        };
+        let mut grad = params.zeros_like();
+        for e in &eps {
+            episode_loss(&params, layer, e, &omega, Some(&mut grad));
+        }
+        let h = 1e-6;
+        for tensor in 0..4 {
+            for i in 0..grad.slices()[tensor].len() {
+                let mut plus = params.clone();
+                plus.slices_mut()[tensor][i] += h;
+                let mut minus = params.clone();
+                minus.slices_mut()[tensor][i] -= h;
+                let numeric = (loss(&plus) - loss(&minus)) / (2.0 * h);
+                let analytic = grad.slices()[tensor][i];
+                let tol = 1e-6 * (1.0 + numeric.abs().max(analytic.abs()));
+                assert!(
+                    (numeric - analytic).abs() < tol,
+                    "{} {setting:?} seed {seed}: tensor {tensor} entry {i}: \
+                     numeric {numeric} vs analytic {analytic}",
+                    layer.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hand_gradient_matches_finite_differences_for_every_layer() {
+        for layer in LAYERS {
+            for setting in [Setting::Distinct, Setting::Repeated] {
+                for seed in 0..3 {
+                    check_gradient(layer, setting, seed);
+                }
+            }
+        }
+    }
+
+    /// One episode's keys, values and query as the training reads see them,
+    /// and as a causal sequence whose last query is the episode's query:
+    /// φ(Q) and φ(K) as (len, p) matrices, one-hot values as (len, n).
+    struct ReadCase {
+        keys: Vec<Array1<f64>>,
+        values: Vec<usize>,
+        q: Array1<f64>,
+        phi_q_rows: Array2<f64>,
+        phi_k_rows: Array2<f64>,
+        v_rows: Array2<f64>,
+    }
+
+    const NO_OMEGA: fn(usize) -> Array2<f64> = |d| Array2::zeros((d, 0));
+
+    fn read_case(
+        seed: u64,
+        phi: Phi,
+        n: usize,
+        d: usize,
+        len: usize,
+    ) -> ReadCase {
+        use crate::phi::map_rows;
+        let mut rng = seeded(seed);
+        let k_rows = randn(&mut rng, len, d);
+        let q = randn(&mut rng, 1, d).row(0).to_owned();
+        let mut q_rows = k_rows.clone();
+        q_rows.row_mut(len - 1).assign(&q);
+        let values: Vec<usize> = (0..len).map(|t| (t * 3 + 1) % n).collect();
+        let omega = NO_OMEGA(d);
+        let f = |x: &Array2<f64>| {
+            map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
+        };
+        ReadCase {
+            keys: k_rows.rows().into_iter().map(|r| r.to_owned()).collect(),
+            v_rows: Array2::from_shape_fn((len, n), |(t, i)| {
+                if values[t] == i { 1.0 } else { 0.0 }
+            }),
+            phi_q_rows: f(&q_rows),
+            phi_k_rows: f(&k_rows),
+            values,
+            q,
+        }
+    }
+
+    #[test]
+    fn sum_rule_read_is_causal_linear_attention_at_the_query() {
+        use crate::m3::fast_weight_memory::linear_attention_recurrent;
+        for seed in 0..5 {
+            for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
+                let (n, d, len) = (5, 4, 7);
+                let c = read_case(seed, phi, n, d, len);
+                let (y_hat, _) =
+                    sum_read(phi, &c.keys, &c.values, &c.q, n, &NO_OMEGA(d));
+                let o = linear_attention_recurrent(
+                    &c.phi_q_rows,
+                    &c.phi_k_rows,
+                    &c.v_rows,
+                )
+                .unwrap();
+                // Equal but for EPS in the training read's denominator,
+                // which moves ŷ by about EPS / (zᵀφ(q)).
+                approx::assert_relative_eq!(
+                    y_hat.view(),
+                    o.row(len - 1),
+                    max_relative = 1e-3
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn delta_rule_read_is_the_delta_layer_at_the_query() {
+        use crate::paper::delta_rule::delta_rule_recurrent;
+        for seed in 0..5 {
+            for phi in [Phi::EluPlusOne, Phi::Dpfp(2)] {
+                let (n, d, len) = (5, 4, 9);
+                let c = read_case(seed, phi, n, d, len);
+                let betas: Vec<f64> =
+                    (0..len).map(|t| 0.2 + 0.07 * t as f64).collect();
+                let omega = NO_OMEGA(d);
+                let (y_hat, _) = delta_read(
+                    phi, &c.keys, &c.values, &betas, &c.q, n, &omega,
+                );
+                let read = delta_rule_recurrent(
+                    &c.phi_q_rows,
+                    &c.phi_k_rows,
+                    &c.v_rows,
+                    &Array1::from(betas.clone()),
+                )
+                .unwrap();
+                approx::assert_relative_eq!(
+                    y_hat.view(),
+                    read.output.row(len - 1),
+                    max_relative = 1e-12,
+                    epsilon = 1e-14
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn softmax_and_the_sum_rule_ignore_the_order_of_pairs_and_delta_does_not() {
+        // Setting 2 asks for the latest value of a key. A read that cannot
+        // tell the order of the pairs cannot know which value is latest.
+        let shape = Shape { n: 4, d: 4, e: 5 };
+        let phi = Phi::EluPlusOne;
+        let mut delta_moved = 0;
+        for seed in 0..20 {
+            let mut rng = seeded(seed);
+            let params = Params::init(&mut rng, shape);
+            let omega = Array2::zeros((4, 0));
+            for e in episodes(seed, 5, shape.n, Setting::Repeated) {
+                let mut reversed = e.clone();
+                reversed.keys.reverse();
+                reversed.values.reverse();
+                let loss = |layer, e: &Episode| {
+                    episode_loss(&params, layer, e, &omega, None)
+                };
+                for layer in [Layer::Softmax, Layer::Linear(phi, Rule::Sum)] {
+                    let (a, b) = (loss(layer, &e), loss(layer, &reversed));
+                    assert!((a - b).abs() <= 1e-12 * a.abs().max(1.0));
+                }
+                let delta = Layer::Linear(phi, Rule::Delta);
+                if (loss(delta, &e) - loss(delta, &reversed)).abs() > 1e-6 {
+                    delta_moved += 1;
+                }
+            }
+        }
+        assert!(
+            delta_moved >= 90,
+            "the delta rule saw the order {delta_moved} times"
+        );
+    }
+
+    #[test]
+    fn write_strength_gets_no_gradient_outside_the_delta_rule() {
+        for layer in [LAYERS[0], LAYERS[1], LAYERS[3], LAYERS[9]] {
+            let shape = Shape { n: 4, d: 4, e: 5 };
+            let mut rng = seeded(0);
+            let params = Params::init(&mut rng, shape);
+            let omega = draw_omega(&mut rng, layer, 4);
+            let mut grad = params.zeros_like();
+            for e in episodes(0, 3, 4, Setting::Distinct) {
+                episode_loss(&params, layer, &e, &omega, Some(&mut grad));
+            }
+            assert!(grad.w_beta.iter().all(|&g| g == 0.0));
+            assert!(grad.w_k.iter().any(|&g| g != 0.0));
+        }
+    }
+
+    #[test]
+    fn omega_has_orthogonal_columns_within_a_block() {
+        let layer = Layer::Linear(Phi::Favor(10), Rule::Sum);
+        let omega = draw_omega(&mut seeded(5), layer, 4);
+        assert_eq!(omega.dim(), (4, 10));
+        for block in [0..4, 4..8, 8..10] {
+            for i in block.clone() {
+                for j in block.clone() {
+                    if i != j {
+                        let dot = omega.column(i).dot(&omega.column(j));
+                        assert!(dot.abs() < 1e-9, "columns {i}, {j}: {dot}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memory_width_follows_the_feature_map() {
+        let d = 16;
+        assert_eq!(Layer::Linear(Phi::EluPlusOne, Rule::Sum).width(d), 16);
+        assert_eq!(Layer::Linear(Phi::Dpfp(3), Rule::Delta).width(d), 96);
+        assert_eq!(Layer::Linear(Phi::Favor(32), Rule::Sum).width(d), 64);
+    }
+}

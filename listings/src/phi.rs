@@ -1,0 +1,432 @@
+//! Feature maps φ: ℝ^d → ℝ^p. Linear attention replaces the softmax's
+//! similarity exp(qᵀk/√d) with φ(q)ᵀφ(k); each map here takes queries or
+//! keys with one token per row, x: (N, d), and returns φ(x): (N, p).
+//!
+//! Chapter "Delete the softmax" uses elu+1 (Katharopoulos et al. 2020).
+
+use crate::linalg::orthonormal_keys;
+use crate::random::standard_normal;
+use ndarray::{
+    Array, Array1, Array2, ArrayRef, ArrayRef1, ArrayRef2, Dimension,
+};
+use rand::Rng;
+
+// ANCHOR: elu_plus_one
+/// φ(x) = elu(x) + 1, entry by entry: x + 1 for x > 0, eˣ for x ≤ 0.
+/// Every feature is positive, and p = d. x: (N, d) or a single row (d).
+pub fn elu_plus_one<D: Dimension>(x: &ArrayRef<f64, D>) -> Array<f64, D> {
+    x.mapv(|x| if x > 0.0 { x + 1.0 } else { x.exp() })
+}
+// ANCHOR_END: elu_plus_one
+
+// ANCHOR: dpfp
+/// DPFP-ν (Schlag et al. 2021): with x̃ = [relu(x), relu(−x)] ∈ ℝ^{2d},
+/// φ(x) = [x̃ ⊙ roll(x̃, 1), …, x̃ ⊙ roll(x̃, ν)] ∈ ℝ^{2νd}, where
+/// roll(x̃, j)_i = x̃_{(i − j) mod 2d}. Deterministic, non-negative, sparse.
+pub fn dpfp(x: &ArrayRef1<f64>, nu: usize) -> Array1<f64> {
+    let d = x.len();
+    assert!(
+        (1..2 * d).contains(&nu),
+        "DPFP-ν needs 1 ≤ ν < 2d, got ν = {nu} for d = {d}"
+    );
+    let relu = |v: f64| v.max(0.0);
+    let x_tilde: Array1<f64> = x
+        .iter()
+        .map(|&v| relu(v))
+        .chain(x.iter().map(|&v| relu(-v)))
+        .collect();
+    let m = 2 * d;
+    let mut phi = Array1::zeros(nu * m);
+    for j in 1..=nu {
+        for i in 0..m {
+            phi[(j - 1) * m + i] = x_tilde[i] * x_tilde[(i + m - j) % m];
+        }
+    }
+    phi
+}
+// ANCHOR_END: dpfp
+
+// ANCHOR: favor_plus
+/// FAVOR+ (Choromanski et al. 2021) with projection Ω: (d, r):
+/// φ(x) = exp([Ωᵀx, −Ωᵀx] − ‖x‖²/2) / √(2r) ∈ ℝ^{2r}. For Ω with
+/// N(0, I) columns, E[φ(q)ᵀφ(k)] = exp(qᵀk).
+pub fn favor_plus(x: &ArrayRef1<f64>, omega: &ArrayRef2<f64>) -> Array1<f64> {
+    assert_eq!(
+        x.len(),
+        omega.nrows(),
+        "FAVOR+: x has width {} but Ω is {:?}",
+        x.len(),
+        omega.dim()
+    );
+    let r = omega.ncols();
+    let u = omega.t().dot(x);
+    let half_sq = x.dot(x) / 2.0;
+    let scale = 1.0 / ((2 * r) as f64).sqrt();
+    u.iter()
+        .copied()
+        .chain(u.iter().map(|&u| -u))
+        .map(|u| (u - half_sq).exp() * scale)
+        .collect()
+}
+// ANCHOR_END: favor_plus
+
+// ANCHOR: favor_projection
+/// FAVOR+'s random projection Ω: (d, r) with orthogonal columns
+/// (Choromanski et al. 2021): blocks of up to d orthonormal directions,
+/// each rescaled to the length of a fresh N(0, I_d) vector, so that every
+/// column on its own is distributed as N(0, I_d).
+pub fn favor_projection(rng: &mut impl Rng, d: usize, r: usize) -> Array2<f64> {
+    let mut omega = Array2::zeros((d, r));
+    for start in (0..r).step_by(d.max(1)) {
+        let cols = (r - start).min(d);
+        let block = orthonormal_keys(rng, cols, d); // (cols, d)
+        for (c, direction) in block.rows().into_iter().enumerate() {
+            let g = Array1::from_shape_simple_fn(d, || standard_normal(rng));
+            let length = g.dot(&g).sqrt();
+            omega.column_mut(start + c).assign(&(&direction * length));
+        }
+    }
+    omega
+}
+// ANCHOR_END: favor_projection
+
+// ANCHOR: map_rows
+/// Apply a feature map of one vector to every row of x: (N, d) → (N, p).
+pub fn map_rows(
+    x: &ArrayRef2<f64>,
+    phi: impl Fn(&ArrayRef1<f64>) -> Array1<f64>,
+) -> Array2<f64> {
+    let rows: Vec<Array1<f64>> =
+        x.rows().into_iter().map(|r| phi(&r)).collect();
+    let p = rows.first().map_or(0, |r| r.len());
+    Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i])
+}
+// ANCHOR_END: map_rows
+
+// ANCHOR: FeatureMap
+/// The feature maps of the book, one type for every chapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FeatureMap {
+    /// elu(x) + 1, p = d.
+    EluPlusOne,
+    /// DPFP-ν, p = 2νd.
+    Dpfp(usize),
+    /// FAVOR+ with r random features, p = 2r.
+    Favor(usize),
+}
+
+impl FeatureMap {
+    /// φ of every row of x: (n, d) → (n, p); `omega` is FAVOR+'s Ω: (d, r).
+    pub fn apply(self, x: &ArrayRef2<f64>, omega: &Array2<f64>) -> Array2<f64> {
+        match self {
+            FeatureMap::EluPlusOne => elu_plus_one(x),
+            FeatureMap::Dpfp(nu) => map_rows(x, |r| dpfp(r, nu)),
+            FeatureMap::Favor(_) => map_rows(x, |r| favor_plus(r, omega)),
+        }
+    }
+}
+// ANCHOR_END: FeatureMap
+
+impl FeatureMap {
+    /// p for keys of width d.
+    pub fn width(self, d: usize) -> usize {
+        match self {
+            FeatureMap::EluPlusOne => d,
+            FeatureMap::Dpfp(nu) => 2 * nu * d,
+            FeatureMap::Favor(r) => 2 * r,
+        }
+    }
+
+    /// The name the outputs and figures use.
+    pub fn name(self) -> String {
+        match self {
+            FeatureMap::EluPlusOne => "elu+1".to_string(),
+            FeatureMap::Dpfp(nu) => format!("DPFP-{nu}"),
+            FeatureMap::Favor(r) => format!("FAVOR+ r={r}"),
+        }
+    }
+
+    /// Ω for FAVOR+ (orthogonal random features); an empty (d, 0) otherwise.
+    pub fn projection(self, rng: &mut impl Rng, d: usize) -> Array2<f64> {
+        match self {
+            FeatureMap::Favor(r) => favor_projection(rng, d, r),
+            _ => Array2::zeros((d, 0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::{randn, seeded};
+    use ndarray::array;
+
+    #[test]
+    fn elu_plus_one_is_positive() {
+        for seed in 0..10 {
+            for (n, d) in [(1, 1), (12, 8), (300, 64)] {
+                // Entries of size up to about ±30: e^x underflows only
+                // far below that (x < −745).
+                let x = randn(&mut seeded(seed), n, d) * 10.0;
+                let phi = elu_plus_one(&x);
+                assert_eq!(phi.dim(), (n, d));
+                assert!(phi.iter().all(|&f| f > 0.0), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn elu_plus_one_is_x_plus_one_above_zero_and_exp_below() {
+        for seed in 0..10 {
+            let x = randn(&mut seeded(seed), 20, 6) * 3.0;
+            let phi = elu_plus_one(&x);
+            for (&x, &f) in x.iter().zip(&phi) {
+                let want = if x > 0.0 { x + 1.0 } else { x.exp() };
+                assert_eq!(f, want);
+            }
+        }
+        let x = array![-2.0, -1e-9, 0.0, 1e-9, 3.0];
+        let phi = elu_plus_one(&x);
+        assert_eq!(phi[2], 1.0); // the two pieces meet at φ(0) = 1
+        assert_eq!(phi[4], 4.0);
+        assert_eq!(phi[0], (-2.0_f64).exp());
+        // continuous at 0: both sides within 1e-9 of 1
+        assert!((phi[1] - 1.0).abs() < 1e-8 && (phi[3] - 1.0).abs() < 1e-8);
+    }
+
+    #[test]
+    fn elu_plus_one_maps_rows_like_it_maps_the_matrix() {
+        let x = randn(&mut seeded(3), 5, 4);
+        let phi = elu_plus_one(&x);
+        for (t, row) in x.rows().into_iter().enumerate() {
+            assert_eq!(elu_plus_one(&row), phi.row(t));
+        }
+    }
+}
+
+#[cfg(test)]
+mod dpfp_favor_tests {
+    use super::*;
+    use crate::random::{randn, seeded};
+    use ndarray::array;
+
+    #[test]
+    fn dpfp_has_width_two_nu_d_and_is_non_negative() {
+        for seed in 0..10 {
+            for (d, nu) in [(1, 1), (4, 1), (4, 3), (16, 2)] {
+                let x = randn(&mut seeded(seed), 1, d).row(0).to_owned();
+                let phi = dpfp(&x, nu);
+                assert_eq!(phi.len(), 2 * nu * d);
+                assert!(phi.iter().all(|&f| f >= 0.0));
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_uses_relu_of_minus_x_not_minus_relu_of_x() {
+        // With x̃ = [relu(x), −relu(x)] the products of a positive and a
+        // negative half would be ≤ 0; the correct x̃ makes every one ≥ 0,
+        // and a negative input still lights features.
+        let phi = dpfp(&array![-1.0, -2.0], 1);
+        assert!(phi.iter().all(|&f| f >= 0.0));
+        assert!(phi.iter().any(|&f| f > 0.0));
+    }
+
+    #[test]
+    fn favor_plus_features_are_positive_with_width_two_r() {
+        let omega = randn(&mut seeded(1), 4, 6);
+        for seed in 0..10 {
+            let x = randn(&mut seeded(seed), 1, 4).row(0).to_owned();
+            let phi = favor_plus(&x, &omega);
+            assert_eq!(phi.len(), 12);
+            assert!(phi.iter().all(|&f| f > 0.0));
+        }
+    }
+
+    #[test]
+    fn map_rows_applies_the_map_row_by_row() {
+        let x = randn(&mut seeded(2), 5, 3);
+        let phi = map_rows(&x, |r| dpfp(r, 2));
+        assert_eq!(phi.dim(), (5, 12));
+        for t in 0..5 {
+            assert_eq!(phi.row(t), dpfp(&x.row(t), 2));
+        }
+    }
+}
+
+#[cfg(test)]
+mod feature_map_claims {
+    use super::*;
+    use crate::random::{randn, seeded};
+    use ndarray::array;
+
+    /// Mean and standard error of φ(q)ᵀφ(k) over `draws` projections.
+    fn favor_mean_and_error(
+        q: &Array1<f64>,
+        k: &Array1<f64>,
+        r: usize,
+        draws: usize,
+        orthogonal: bool,
+        seed: u64,
+    ) -> (f64, f64) {
+        let mut rng = seeded(seed);
+        let d = q.len();
+        let estimates: Vec<f64> = (0..draws)
+            .map(|_| {
+                let omega = if orthogonal {
+                    favor_projection(&mut rng, d, r)
+                } else {
+                    randn(&mut rng, d, r)
+                };
+                favor_plus(q, &omega).dot(&favor_plus(k, &omega))
+            })
+            .collect();
+        let n = draws as f64;
+        let mean = estimates.iter().sum::<f64>() / n;
+        let var = estimates.iter().map(|e| (e - mean).powi(2)).sum::<f64>()
+            / (n - 1.0);
+        (mean, (var / n).sqrt())
+    }
+
+    #[test]
+    fn favor_plus_is_an_unbiased_estimate_of_exp_q_dot_k() {
+        // Over many draws of Ω the mean estimate must sit within four
+        // standard errors of exp(qᵀk); a biased map (say, one missing the
+        // −‖x‖²/2) lands many standard errors away.
+        for seed in 0..5 {
+            for (d, r) in [(2, 1), (4, 8), (8, 16)] {
+                let mut rng = seeded(100 + seed);
+                // q and k of length 0.8, at a random angle.
+                let mut draw = || {
+                    let x = randn(&mut rng, 1, d).row(0).to_owned();
+                    &x * (0.8 / x.dot(&x).sqrt())
+                };
+                let (q, k) = (draw(), draw());
+                let exact = q.dot(&k).exp();
+                for orthogonal in [false, true] {
+                    let (mean, se) =
+                        favor_mean_and_error(&q, &k, r, 4000, orthogonal, seed);
+                    assert!(
+                        (mean - exact).abs() < 4.0 * se,
+                        "d {d} r {r} seed {seed}: {mean} vs {exact} ± {se}"
+                    );
+                    assert!(se < 0.05 * exact, "too few draws to tell");
+                    // Without the −‖x‖²/2 the estimate is off by the factor
+                    // exp((‖q‖² + ‖k‖²)/2), far outside the same band.
+                    let lift = ((q.dot(&q) + k.dot(&k)) / 2.0).exp();
+                    assert!((mean * lift - exact).abs() > 4.0 * se * lift);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn favor_projection_is_orthogonal_within_blocks_of_d() {
+        for seed in 0..5 {
+            for (d, r) in [(4, 4), (4, 10), (8, 3)] {
+                let omega = favor_projection(&mut seeded(seed), d, r);
+                assert_eq!(omega.dim(), (d, r));
+                for a in 0..r {
+                    for b in a + 1..r {
+                        if a / d == b / d {
+                            let dot = omega.column(a).dot(&omega.column(b));
+                            assert!(dot.abs() < 1e-10, "columns {a}, {b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_splits_the_plane_into_four_regions_each_lighting_one_feature() {
+        // ν = 1, d = 2: x̃ = [x₁⁺, x₂⁺, x₁⁻, x₂⁻] and φ_i = x̃_i x̃_{i−1}:
+        // quadrant I lights φ₁, II φ₂, III φ₃, IV φ₀.
+        let quadrants = [((1.0, 1.0), 1), ((-1.0, 1.0), 2), ((-1.0, -1.0), 3)];
+        let quadrants = [quadrants.as_slice(), &[((1.0, -1.0), 0)]].concat();
+        for seed in 0..20 {
+            let mut rng = seeded(seed);
+            let sizes = randn(&mut rng, 4, 2).mapv(f64::abs);
+            let mut lit = Vec::new();
+            for (i, &((s1, s2), feature)) in quadrants.iter().enumerate() {
+                let x = array![s1 * sizes[[i, 0]], s2 * sizes[[i, 1]]];
+                let phi = dpfp(&x, 1);
+                assert_eq!(phi.len(), 4);
+                let on: Vec<usize> = (0..4).filter(|&j| phi[j] > 0.0).collect();
+                assert_eq!(on, vec![feature], "x = {x}");
+                assert_eq!(phi[feature], x[0].abs() * x[1].abs());
+                lit.push(phi);
+            }
+            // Points in different quadrants have orthogonal features.
+            for a in 0..4 {
+                for b in a + 1..4 {
+                    assert_eq!(lit[a].dot(&lit[b]), 0.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_lights_at_most_half_of_its_features() {
+        // x̃ has one non-zero entry per pair (x_i⁺, x_i⁻), so d of its 2d
+        // entries; each block x̃ ⊙ roll(x̃, j) is non-zero at most there.
+        for seed in 0..20 {
+            for (d, nu) in [(2, 1), (8, 1), (8, 3), (64, 2)] {
+                let x = randn(&mut seeded(seed), 1, d).row(0).to_owned();
+                let phi = dpfp(&x, nu);
+                let lit = phi.iter().filter(|&&f| f > 0.0).count();
+                assert!(2 * lit <= phi.len(), "d {d} ν {nu}: {lit}");
+            }
+        }
+    }
+
+    #[test]
+    fn dpfp_differs_from_the_minus_relu_variant_in_sign_and_in_what_it_lights()
+    {
+        // The variant x̃ = [relu(x), −relu(x)] some code uses: its products
+        // can be negative, and a vector with no positive entry lights nothing.
+        let wrong = |x: &Array1<f64>, nu: usize| {
+            let d = x.len();
+            let xt: Vec<f64> = x
+                .iter()
+                .map(|v| v.max(0.0))
+                .chain(x.iter().map(|v| -v.max(0.0)))
+                .collect();
+            let m = 2 * d;
+            Array1::from_shape_fn(nu * m, |f| {
+                let (j, i) = (f / m + 1, f % m);
+                xt[i] * xt[(i + m - j) % m]
+            })
+        };
+        let mut negative_seen = false;
+        for seed in 0..20 {
+            let x = randn(&mut seeded(seed), 1, 8).row(0).to_owned();
+            assert!(dpfp(&x, 2).iter().all(|&f| f >= 0.0));
+            negative_seen |= wrong(&x, 2).iter().any(|&f| f < 0.0);
+            let negative = x.mapv(|v| -v.abs() - 0.1);
+            assert!(wrong(&negative, 2).iter().all(|&f| f == 0.0));
+            assert!(dpfp(&negative, 2).iter().any(|&f| f > 0.0));
+        }
+        assert!(negative_seen, "the wrong variant makes negative features");
+    }
+
+    #[test]
+    fn dpfp_one_is_all_zero_only_for_odd_width_with_alternating_signs() {
+        // ν = 1 multiplies neighbours of x̃; they can all miss each other
+        // only when the signs of x alternate around an odd-length cycle.
+        let odd = array![1.0, -2.0, 0.5];
+        assert!(dpfp(&odd, 1).iter().all(|&f| f == 0.0));
+        assert!(dpfp(&odd, 2).iter().any(|&f| f > 0.0));
+        let even = array![1.0, -2.0, 0.5, -1.0];
+        assert!(dpfp(&even, 1).iter().any(|&f| f > 0.0));
+        // Every sign pattern of an even width lights at least one feature.
+        for d in [2, 4, 8] {
+            for pattern in 0..(1u32 << d) {
+                let x = Array1::from_shape_fn(d, |i| {
+                    if pattern >> i & 1 == 1 { 1.0 } else { -1.0 }
+                });
+                assert!(dpfp(&x, 1).iter().any(|&f| f > 0.0), "{x}");
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The module tree follows the book: a chapter's module may use earlier
+//! chapters and the shared modules, never a later chapter, and a shared
+//! module uses no chapter at all. The order is `src/SUMMARY.md`'s: each
+//! chapter file `part/some-name.md` is the module `part::some_name`, and
+//! the fast f32 forms (`fast`) come right before Appendix E, which shows
+//! and times them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Module paths of the chapters that have a module, in reading order.
+fn chapter_order(
+    summary: &str,
+    modules: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut order = Vec::new();
+    for line in summary.lines() {
+        let Some(start) = line.find("](") else {
+            continue;
+        };
+        let rest = &line[start + 2..];
+        let Some(end) = rest.find(".md)") else {
+            continue;
+        };
+        let module = rest[..end].replace(['/'], "::").replace('-', "_");
+        if module == "appendix::speed" {
+            order.push("fast".to_string());
+        }
+        if modules
+            .keys()
+            .any(|m| m == &module || m.starts_with(&format!("{module}::")))
+        {
+            order.push(module);
+        }
+    }
+    order
+}
+
+/// Every source file under `dir` by module path ("m3::attention"), with
+/// its code above the first `#[cfg(test)]` (tests may reach further).
+fn modules(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("listings/src can be read")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let name = match (prefix, stem.as_str()) {
+            (p, "mod") => p.to_string(),
+            ("", s) => s.to_string(),
+            (p, s) => format!("{p}::{s}"),
+        };
+        if path.is_dir() {
+            modules(&path, &name, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            let code = text.split("\n#[cfg(test)]").next().unwrap_or("");
+            out.insert(name, code.to_string());
+        }
+    }
+}
+
+/// The module paths after `crate::` in `code`, with `crate::a::{b, c}`
+/// read as `crate::a::b` and `crate::a::c`.
+fn uses(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let len = rest
+            .find(|c: char| {
+                !(c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            })
+            .unwrap_or(rest.len());
+        let path = rest[..len].trim_end_matches(':').to_string();
+        if rest[len..].starts_with('{') {
+            let group = &rest[len + 1..rest.find('}').unwrap_or(rest.len())];
+            for item in group.split(',') {
+                let item = item.split_whitespace().next().unwrap_or("");
+                if !item.is_empty() {
+                    found.push(format!("{path}::{item}"));
+                }
+            }
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The chapter (an entry of `order`) that module path `m` lies in.
+fn chapter_of<'a>(m: &str, order: &'a [String]) -> Option<(usize, &'a str)> {
+    order
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| m == c.as_str() || m.starts_with(&format!("{c}::")))
+        .map(|(i, c)| (i, c.as_str()))
+        .next_back()
+}
+
+/// Modules that gather the chapters rather than belong to one.
+const GATHERERS: [&str; 6] =
+    ["lib", "outputs", "studies", "m3", "paper", "appendix"];
+
+fn later_chapter_uses(
+    summary: &str,
+    modules: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let order = chapter_order(summary, modules);
+    let mut wrong = Vec::new();
+    for (module, code) in modules {
+        if GATHERERS.contains(&module.as_str()) {
+            continue;
+        }
+        let own = chapter_of(module, &order);
+        for used in uses(code) {
+            let Some((rank, chapter)) = chapter_of(&used, &order) else {
+                continue; // a shared module
+            };
+            match own {
+                None => wrong.push(format!(
+                    "shared module {module} uses chapter {chapter} ({used})"
+                )),
+                Some((own_rank, own_chapter)) if rank > own_rank => {
+                    wrong.push(format!(
+                        "{module} (chapter {own_chapter}) uses the later \
+                         chapter {chapter} ({used})"
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    wrong
+}
+
+fn read_tree() -> (String, BTreeMap<String, String>) {
+    let root = Path::new(ROOT);
+    let summary = std::fs::read_to_string(root.join("../src/SUMMARY.md"))
+        .expect("src/SUMMARY.md can be read");
+    let mut found = BTreeMap::new();
+    modules(&root.join("src"), "", &mut found);
+    (summary, found)
+}
+
+#[test]
+fn every_chapter_module_uses_only_earlier_chapters_and_shared_modules() {
+    let (summary, modules) = read_tree();
+    let wrong = later_chapter_uses(&summary, &modules);
+    assert!(
+        wrong.is_empty(),
+        "imports against the book's order:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_module_under_a_part_is_a_chapter_of_the_book() {
+    let (summary, modules) = read_tree();
+    let order = chapter_order(&summary, &modules);
+    for module in modules.keys() {
+        let part = module.split("::").next().unwrap_or("");
+        if ["m3", "paper", "appendix"].contains(&part)
+            && !GATHERERS.contains(&module.as_str())
+        {
+            assert!(
+                chapter_of(module, &order).is_some(),
+                "{module} matches no chapter file in src/SUMMARY.md"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_check_catches_an_import_from_a_later_chapter() {
+    let (summary, mut modules) = read_tree();
+    let attention = modules.get_mut("m3::attention").expect("m3::attention");
+    attention.push_str("\nuse crate::paper::delta_rule::delta_rule_step;\n");
+    let wrong = later_chapter_uses(&summary, &modules);
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert!(wrong[0].contains("paper::delta_rule"), "{wrong:?}");
+}
