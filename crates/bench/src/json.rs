@@ -14,6 +14,7 @@ pub fn to_json(
     rows: &[Row],
     allocations: &[(usize, usize, usize)],
     scaling: &[Scaling],
+    trainer: &[crate::trainer::TrainerRow],
 ) -> String {
     let num = |x: f64| {
         if x.is_finite() {
@@ -28,6 +29,20 @@ pub fn to_json(
     let _ = writeln!(out, "  \"date\": {:?},", machine.date);
     let _ = writeln!(out, "  \"precision\": \"f32\",\n  \"threads\": 1,");
     let _ = writeln!(out, "  \"ceiling_gflops\": {},", num(ceiling));
+    let trainer: Vec<String> = trainer
+        .iter()
+        .map(|r| {
+            format!(
+                "{{\"layer\": {:?}, \"seconds_per_step\": {}, \
+                 \"reference_seconds_per_step\": {}, \"gflops\": {}}}",
+                r.layer,
+                num(r.fast),
+                num(r.reference),
+                num(r.gflops())
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  \"trainer\": [{}],", trainer.join(", "));
     if let Some(b) = delta_bound(rows, ceiling) {
         let _ = writeln!(
             out,

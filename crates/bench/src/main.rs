@@ -16,6 +16,7 @@ mod json;
 mod targets;
 mod threads;
 mod timing;
+mod trainer;
 
 use forms::{choose_chunks, render_table, time_forms};
 use json::to_json;
@@ -27,6 +28,7 @@ use std::time::Instant;
 use targets::targets;
 use threads::{render_scaling, thread_scaling};
 use timing::ceiling;
+use trainer::{render_trainer, time_trainer};
 
 /// The system allocator, counting calls: the bench reports how many
 /// allocations the recurrent form makes at each N.
@@ -64,6 +66,8 @@ fn main() {
     let (d64, [chunk64, delta_chunk64]) = chunk_for[0];
     assert_eq!(d64, 64, "the first width is the targets'");
     let scaling = thread_scaling(chunk64, delta_chunk64, machine.cores);
+    eprintln!("timing the retrieval trainer (about half a minute)");
+    let trainer = time_trainer();
 
     // The ceiling again, after the run: a shared machine may have been
     // busy the first time, and the ceiling is the best the machine did.
@@ -76,6 +80,11 @@ fn main() {
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
     println!("{}", render_scaling(&scaling));
+    println!("{}", render_trainer(&trainer, ceiling));
+    println!(
+        "trainer targets (ratios of this run):\n{}",
+        targets::trainer_targets(&trainer, ceiling)
+    );
     let json = to_json(
         &machine,
         ceiling,
@@ -84,6 +93,7 @@ fn main() {
         &rows,
         &allocations,
         &scaling,
+        &trainer,
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     std::fs::create_dir_all(&dir).expect("target/bench can be made");

@@ -1,65 +1,222 @@
 //! The retrieval chapter's figures, drawn from the committed results of
-//! `cargo xtask retrieval` (listings/data/retrieval.tsv).
+//! `cargo xtask retrieval` (listings/data/retrieval.tsv) beside the paper's
+//! own logged runs (listings/data/paper-retrieval.tsv).
 
-use crate::lines::{Axes, Line, panel};
+use crate::lines::{PALETTE, legend, power_label};
 use crate::style::themeable;
 use listings::paper::retrieval::sweep::{
-    Summary, series, setting1_layers, setting2_layers,
+    D, PaperRun, Summary, paper_runs, series, setting1_layers,
 };
 use listings::paper::retrieval::task::Setting;
 use plotters::prelude::*;
 
-/// Final (best) evaluation loss against the number of keys n, one line
-/// per layer, on a log scale.
-fn loss_vs_keys(setting: Setting, layers: Vec<String>) -> String {
+const OK: &str = "drawing into a string cannot fail";
+/// Losses are drawn no lower than this (a solved run can reach 1e-8).
+const FLOOR: f64 = 1e-5;
+
+/// One curve of a panel: (n, best loss) points, a colour, dashed for the
+/// paper's runs.
+struct Curve {
+    label: String,
+    colour: RGBColor,
+    paper: bool,
+    points: Vec<(f64, f64)>,
+}
+
+fn ours(setting: Setting, layer: &str, label: &str, colour: RGBColor) -> Curve {
     let data = Summary::committed();
-    let lines: Vec<Line> = layers
+    Curve {
+        label: label.to_string(),
+        colour,
+        paper: false,
+        points: series(&data.records, setting, layer)
+            .iter()
+            .map(|r| (r.n as f64, r.best_loss.max(FLOOR)))
+            .collect(),
+    }
+}
+
+fn papers(
+    runs: &[PaperRun],
+    setting: Setting,
+    layer: &str,
+    label: &str,
+    colour: RGBColor,
+) -> Curve {
+    let mut points: Vec<(f64, f64)> = runs
         .iter()
-        .enumerate()
-        .map(|(i, name)| Line {
-            name: name.clone(),
-            style: i,
-            points: series(&data.records, setting, name)
-                .iter()
-                .map(|r| (r.n as f64, r.best_loss.max(1e-6)))
-                .collect(),
-        })
+        .filter(|r| r.setting == setting && r.layer == layer)
+        .map(|r| (r.n as f64, r.best_loss.max(FLOOR)))
         .collect();
-    let n_max = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .fold(1.0, f64::max);
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Curve {
+        label: label.to_string(),
+        colour,
+        paper: true,
+        points,
+    }
+}
+
+/// A grid of panels, one per title, each with its curves, the solved
+/// threshold (loss 10⁻³) as a faint line, and a legend.
+fn panels(
+    size: (u32, u32),
+    grid: (usize, usize),
+    n_max: f64,
+    content: Vec<(String, Vec<Curve>)>,
+) -> String {
     let mut svg = String::new();
     {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 420)).into_drawing_area();
-        let axes = Axes {
-            x: (0.0, n_max * 1.05),
-            x_log: None,
-            // Losses stay above 1e-4: the band below holds the legend.
-            y: (1e-6, 1.0),
-            y_log: 10,
-            x_desc: "number of keys n",
-            y_desc: "best evaluation loss",
-        };
-        panel(&root, &axes, &lines, SeriesLabelPosition::LowerRight);
-        root.present().expect("drawing into a string cannot fail");
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let areas = root.split_evenly(grid);
+        for (area, (title, curves)) in areas.iter().zip(&content) {
+            let y = (FLOOR..1.0).log_scale().base(10.0);
+            let mut chart = ChartBuilder::on(area)
+                .margin(10)
+                .caption(title, ("sans-serif", 18))
+                .x_label_area_size(44)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..n_max, y)
+                .expect(OK);
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(BLACK.mix(0.12))
+                .x_desc("keys n")
+                .y_desc("best loss")
+                .x_labels(4)
+                .y_labels(6)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| power_label(10, *v))
+                .label_style(("sans-serif", 16))
+                .axis_desc_style(("sans-serif", 16))
+                .draw()
+                .expect(OK);
+            let solved = vec![(0.0, 1e-3), (n_max, 1e-3)];
+            chart
+                .draw_series(DashedLineSeries::new(
+                    solved,
+                    2,
+                    4,
+                    BLACK.mix(0.35).stroke_width(1),
+                ))
+                .expect(OK);
+            for c in curves {
+                let style = c.colour.stroke_width(2);
+                let legend_style = style;
+                if c.paper {
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            c.points.iter().copied(),
+                            6,
+                            4,
+                            style,
+                        ))
+                        .expect(OK)
+                        .label(&c.label)
+                        .legend(move |(x, y)| {
+                            EmptyElement::at((x, y))
+                                + PathElement::new(
+                                    vec![(0, 0), (7, 0)],
+                                    legend_style,
+                                )
+                                + PathElement::new(
+                                    vec![(12, 0), (20, 0)],
+                                    legend_style,
+                                )
+                        });
+                } else {
+                    chart
+                        .draw_series(LineSeries::new(
+                            c.points.iter().copied(),
+                            style,
+                        ))
+                        .expect(OK)
+                        .label(&c.label)
+                        .legend(move |(x, y)| {
+                            EmptyElement::at((x, y))
+                                + PathElement::new(
+                                    vec![(0, 0), (20, 0)],
+                                    legend_style,
+                                )
+                                + Circle::new((10, 0), 3, legend_style.filled())
+                        });
+                    let fill = c.colour.filled();
+                    chart
+                        .draw_series(
+                            c.points.iter().map(|&p| Circle::new(p, 3, fill)),
+                        )
+                        .expect(OK);
+                }
+            }
+            legend(&mut chart, SeriesLabelPosition::LowerRight);
+        }
+        root.present().expect(OK);
     }
     themeable(&svg)
 }
 
-/// Setting 1: capacity by feature map (sum rule) and softmax.
-pub fn setting1() -> String {
-    loss_vs_keys(
-        Setting::Distinct,
-        setting1_layers().iter().map(|l| l.name()).collect(),
-    )
+/// The colour of a feature map, the same in every retrieval figure.
+pub fn map_colour(layer: &str) -> RGBColor {
+    let base = layer.split('/').next().unwrap_or(layer);
+    let i = match base {
+        "elu+1" => 0,
+        "dpfp-1" => 1,
+        "dpfp-2" => 2,
+        "dpfp-3" => 3,
+        "softmax" => 5,
+        _ => 4, // FAVOR+
+    };
+    PALETTE[i]
 }
 
-/// Setting 2: the sum rule against the delta rule.
+/// Setting 1: one panel per layer, our best loss against n beside the
+/// paper's logged runs (dashed).
+pub fn setting1() -> String {
+    let runs = paper_runs();
+    let content = setting1_layers()
+        .into_iter()
+        .map(|layer| {
+            let name = layer.name();
+            let colour = map_colour(&name);
+            // The paper's FAVOR+ with as many random features as ours.
+            let title = format!("{name}  (p = {})", layer.width(D));
+            let curves = vec![
+                ours(Setting::Distinct, &name, "ours", colour),
+                papers(&runs, Setting::Distinct, &name, "paper's", colour),
+            ];
+            (title, curves)
+        })
+        .collect();
+    panels((1020, 660), (2, 3), 610.0, content)
+}
+
+/// Setting 2: one panel per feature map, the sum rule (ours) and the delta
+/// rule (ours, and the paper's dashed where it logged one).
 pub fn setting2() -> String {
-    loss_vs_keys(
-        Setting::Repeated,
-        setting2_layers().iter().map(|l| l.name()).collect(),
-    )
+    let runs = paper_runs();
+    let sum = PALETTE[3];
+    let delta = PALETTE[5];
+    let content = ["elu+1", "dpfp-1", "dpfp-2", "favor-64"]
+        .into_iter()
+        .map(|phi| {
+            let s = format!("{phi}");
+            let d = format!("{phi}/delta");
+            let mut curves = Vec::new();
+            if phi != "favor-64" {
+                curves.push(ours(Setting::Repeated, &s, "sum", sum));
+            }
+            curves.push(ours(Setting::Repeated, &d, "delta", delta));
+            for (layer, label, colour) in
+                [(&s, "paper's sum", sum), (&d, "paper's delta", delta)]
+            {
+                let c = papers(&runs, Setting::Repeated, layer, label, colour);
+                if !c.points.is_empty() {
+                    curves.push(c);
+                }
+            }
+            (phi.to_string(), curves)
+        })
+        .collect();
+    panels((900, 660), (2, 2), 210.0, content)
 }

@@ -1,27 +1,30 @@
 //! Adam (Kingma & Ba 2015), the optimiser the paper trains with.
 
 use crate::paper::retrieval::model::Params;
+use num_traits::Float;
 
 // ANCHOR: Adam
-/// Adam with bias-corrected first and second moment estimates.
-pub struct Adam {
-    pub lr: f64,
-    pub beta1: f64,
-    pub beta2: f64,
-    pub eps: f64,
+/// Adam with bias-corrected first and second moment estimates, for the
+/// f64 reference model and the f32 fast trainer alike.
+pub struct Adam<F = f64> {
+    pub lr: F,
+    pub beta1: F,
+    pub beta2: F,
+    pub eps: F,
     step: i32,
-    m: Params,
-    v: Params,
+    m: Params<F>,
+    v: Params<F>,
 }
 
-impl Adam {
+impl<F: Float> Adam<F> {
     /// The usual defaults: β₁ = 0.9, β₂ = 0.999, ε = 1e-8.
-    pub fn new(params: &Params, lr: f64) -> Adam {
+    pub fn new(params: &Params<F>, lr: F) -> Adam<F> {
+        let f = |x: f64| F::from(x).expect("a representable constant");
         Adam {
             lr,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
+            beta1: f(0.9),
+            beta2: f(0.999),
+            eps: f(1e-8),
             step: 0,
             m: params.zeros_like(),
             v: params.zeros_like(),
@@ -29,11 +32,12 @@ impl Adam {
     }
 
     /// θ ← θ − lr · m̂ / (√v̂ + ε), with m, v running means of g and g².
-    pub fn update(&mut self, params: &mut Params, grad: &Params) {
+    pub fn update(&mut self, params: &mut Params<F>, grad: &Params<F>) {
         self.step += 1;
-        let c1 = 1.0 - self.beta1.powi(self.step);
-        let c2 = 1.0 - self.beta2.powi(self.step);
-        let (b1, b2) = (self.beta1, self.beta2);
+        let one = F::one();
+        let c1 = one - self.beta1.powi(self.step);
+        let c2 = one - self.beta2.powi(self.step);
+        let (b1, b2, lr, eps) = (self.beta1, self.beta2, self.lr, self.eps);
         let tensors = params
             .slices_mut()
             .into_iter()
@@ -42,10 +46,10 @@ impl Adam {
             .zip(self.v.slices_mut());
         for (((theta, g), m), v) in tensors {
             for i in 0..theta.len() {
-                m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-                v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
-                let step = (m[i] / c1) / ((v[i] / c2).sqrt() + self.eps);
-                theta[i] -= self.lr * step;
+                m[i] = b1 * m[i] + (one - b1) * g[i];
+                v[i] = b2 * v[i] + (one - b2) * g[i] * g[i];
+                let step = (m[i] / c1) / ((v[i] / c2).sqrt() + eps);
+                theta[i] = theta[i] - lr * step;
             }
         }
     }
@@ -55,11 +59,12 @@ impl Adam {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paper::retrieval::model::Shape;
+    use crate::paper::retrieval::model::{Layer, Shape};
     use crate::random::seeded;
 
     fn params(seed: u64) -> Params {
-        Params::init(&mut seeded(seed), Shape { n: 3, d: 2, e: 4 })
+        let shape = Shape { n: 3, d: 2, e: 4 };
+        Params::init(&mut seeded(seed), shape, Layer::Softmax)
     }
 
     #[test]
@@ -71,7 +76,7 @@ mod tests {
             g.w_beta.fill(0.5);
             let mut adam = Adam::new(&p, 0.01);
             adam.update(&mut p, &g);
-            for t in 0..4 {
+            for t in 0..7 {
                 for i in 0..p.slices()[t].len() {
                     let moved = before.slices()[t][i] - p.slices()[t][i];
                     let sign = g.slices()[t][i].signum();

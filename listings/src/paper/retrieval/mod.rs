@@ -3,6 +3,7 @@
 //! gradient by hand, Adam, and the training sweep.
 
 pub mod adam;
+pub mod fast;
 pub mod model;
 pub mod sweep;
 pub mod task;

@@ -7,26 +7,29 @@
 
 use crate::paper::retrieval::model::{Layer, Phi, Rule, Shape};
 use crate::paper::retrieval::task::Setting;
-use crate::paper::retrieval::train::{Budget, Outcome, Run, Stop, train};
+use crate::paper::retrieval::train::{Budget, Outcome, Run, Stop, train_fast};
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Key width of the scaled-down reproduction (the paper uses 64).
-pub const D: usize = 8;
+/// Key width, as in the paper.
+pub const D: usize = 64;
 
 // ANCHOR: plan
-/// Steps per run at most (the paper allows 100k).
-pub const MAX_STEPS: usize = 30_000;
+/// Numbers of keys: n = 20, 40, …, 600 in Setting 1 (as the paper), and
+/// 20 … 100 in Setting 2 (the paper goes to 200).
+pub const STEP: usize = 20;
+pub const SETTING1_MAX: usize = 600;
+pub const SETTING2_MAX: usize = 100;
+/// A Setting 1 sweep stops after this many unsolved sizes in a row past
+/// its last solved one.
+pub const GIVE_UP_AFTER: usize = 3;
+/// Seeds: the first for every size, the others again at each map's
+/// boundary (its largest solved n and the next size).
+pub const SEEDS: [u64; 3] = [1, 2, 3];
 
-/// The optimiser and stopping rule of every run: the paper's, evaluated
-/// every 1000 steps, so that ten evaluations without improvement span
-/// 10,000 steps, and at most `MAX_STEPS` steps.
+/// The paper's optimiser and stopping rule, unchanged.
 pub fn budget() -> Budget {
-    Budget {
-        eval_every: 1000,
-        ..Budget::paper(MAX_STEPS)
-    }
+    Budget::paper()
 }
 
 /// The layers compared in Setting 1 (capacity) and Setting 2 (updates).
@@ -37,7 +40,7 @@ pub fn setting1_layers() -> Vec<Layer> {
         Layer::Linear(Dpfp(1), Sum),
         Layer::Linear(Dpfp(2), Sum),
         Layer::Linear(Dpfp(3), Sum),
-        Layer::Linear(Favor(2 * D), Sum),
+        Layer::Linear(Favor(D), Sum),
         Layer::Softmax,
     ]
 }
@@ -46,101 +49,207 @@ pub fn setting2_layers() -> Vec<Layer> {
     use {Phi::*, Rule::*};
     vec![
         Layer::Linear(EluPlusOne, Sum),
-        Layer::Linear(EluPlusOne, Delta),
         Layer::Linear(Dpfp(1), Sum),
+        Layer::Linear(Dpfp(2), Sum),
+        Layer::Linear(EluPlusOne, Delta),
         Layer::Linear(Dpfp(1), Delta),
-        Layer::Softmax,
+        Layer::Linear(Dpfp(2), Delta),
+        Layer::Linear(Favor(D), Delta),
     ]
 }
 
-/// Numbers of keys n for each setting.
-pub const SETTING1_KEYS: [usize; 8] = [4, 8, 12, 16, 24, 32, 48, 64];
-pub const SETTING2_KEYS: [usize; 6] = [4, 8, 12, 16, 20, 24];
+/// One run of `layer` on n keys with `seed`.
+pub fn run(layer: Layer, setting: Setting, n: usize, seed: u64) -> Run {
+    Run {
+        layer,
+        setting,
+        shape: Shape::paper(n, D),
+        seed,
+        budget: budget(),
+    }
+}
 
-/// Every run of the sweep, one seed each.
-pub fn plan() -> Vec<Run> {
-    let mut runs = Vec::new();
-    let settings = [
-        (Setting::Distinct, setting1_layers(), &SETTING1_KEYS[..]),
-        (Setting::Repeated, setting2_layers(), &SETTING2_KEYS[..]),
-    ];
-    for (setting, layers, keys) in settings {
-        for layer in layers {
-            for &n in keys {
-                runs.push(Run {
-                    layer,
-                    setting,
-                    shape: Shape::paper(n, D),
-                    seed: 1,
-                    budget: budget(),
-                });
+/// What to train next in a lane (one layer in one setting), given the
+/// records of the lane so far; `None` when the lane is done. Setting 1:
+/// n = 20, 40, … with the first seed until `GIVE_UP_AFTER` unsolved sizes
+/// in a row follow the last solved one (or n = 600), then the other seeds
+/// at the boundary. Setting 2: every size, the first seed.
+pub fn next_run(
+    layer: Layer,
+    setting: Setting,
+    done: &[Record],
+) -> Option<Run> {
+    let first: Vec<&Record> =
+        done.iter().filter(|r| r.seed == SEEDS[0]).collect();
+    let top = match setting {
+        Setting::Distinct => SETTING1_MAX,
+        Setting::Repeated => SETTING2_MAX,
+    };
+    let last_n = first.last().map_or(0, |r| r.n);
+    let unsolved_tail = first.iter().rev().take_while(|r| !r.solved()).count();
+    let sweeping = last_n < top
+        && (setting == Setting::Repeated || unsolved_tail < GIVE_UP_AFTER);
+    if sweeping {
+        return Some(run(layer, setting, last_n + STEP, SEEDS[0]));
+    }
+    if setting == Setting::Repeated {
+        return None;
+    }
+    let boundary = boundary(&first);
+    for n in boundary {
+        for &seed in &SEEDS[1..] {
+            if !done.iter().any(|r| r.n == n && r.seed == seed) {
+                return Some(run(layer, setting, n, seed));
             }
         }
     }
-    runs
+    None
+}
+
+/// A lane's boundary: its largest solved n (first seed) and the next size
+/// swept, whichever exist.
+pub fn boundary(first_seed: &[&Record]) -> Vec<usize> {
+    let solved = first_seed.iter().filter(|r| r.solved()).map(|r| r.n).max();
+    match solved {
+        Some(n) if first_seed.iter().any(|r| r.n == n + STEP) => {
+            vec![n, n + STEP]
+        }
+        Some(n) => vec![n],
+        None => first_seed.first().map(|r| r.n).into_iter().collect(),
+    }
 }
 // ANCHOR_END: plan
+
+/// Every lane: Setting 1's layers, then Setting 2's.
+pub fn lanes() -> Vec<(Layer, Setting)> {
+    let one = setting1_layers()
+        .into_iter()
+        .map(|l| (l, Setting::Distinct));
+    let two = setting2_layers()
+        .into_iter()
+        .map(|l| (l, Setting::Repeated));
+    one.chain(two).collect()
+}
 
 /// The data file's line that records the budget its runs were made with.
 pub fn budget_line() -> String {
     let b = budget();
     format!(
-        "Budget: batch {}, lr {}, evaluated every {} steps on {} episodes, \
-         stop at loss {} or after {} evaluations without improvement or {} steps.",
+        "Budget: batch {}, lr {}, evaluated every {} steps on {} sequences \
+         of up to {} queries, stop at loss {} or after more than {} \
+         evaluations without improvement or {} steps.",
         b.batch,
         b.lr,
         b.eval_every,
-        b.eval_episodes,
+        b.eval_sequences,
+        b.max_queries,
         b.target_loss,
         b.patience,
         b.max_steps
     )
 }
 
-/// Run `runs` on `threads` threads, biggest first, calling `progress(done,
-/// total, run, outcome)` as each finishes. Results come back in plan order.
-pub fn run_all(
-    runs: &[Run],
+/// Train every lane on `threads` threads, lanes in the order given (put
+/// the longest first), calling `progress(record, lanes_left)` as each run
+/// finishes. A lane's first-seed sweep runs on one thread; its boundary
+/// seeds are handed to whichever thread is free. Returns every record.
+pub fn run_lanes(
+    lanes: &[(Layer, Setting)],
     threads: usize,
-    progress: impl Fn(usize, usize, &Run, &Outcome) + Sync,
-) -> Vec<Outcome> {
-    // Long runs first, so that no thread is left with one at the end.
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(cost(&runs[i])));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Outcome>>> =
-        Mutex::new(vec![None; runs.len()]);
+    progress: impl Fn(&Record, usize) + Sync,
+) -> Vec<Record> {
+    struct State {
+        next_lane: usize,
+        extra: Vec<Run>,
+        sweeping: usize,
+        records: Vec<Record>,
+    }
+    let state = Mutex::new(State {
+        next_lane: 0,
+        extra: Vec::new(),
+        sweeping: 0,
+        records: Vec::new(),
+    });
+    let lock = || state.lock().expect("no thread panicked");
+    let finish = |run: &Run| {
+        let record = Record::new(run, &train_fast(run, |_, _| {}));
+        let mut st = lock();
+        let left = lanes.len() - st.next_lane + st.sweeping + st.extra.len();
+        progress(&record, left);
+        st.records.push(record.clone());
+        record
+    };
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
                 loop {
-                    let k = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&i) = order.get(k) else { break };
-                    let outcome = train(&runs[i], |_, _| {});
-                    let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    progress(finished, runs.len(), &runs[i], &outcome);
-                    results.lock().expect("no thread panicked")[i] =
-                        Some(outcome);
+                    let job = {
+                        let mut st = lock();
+                        if let Some(run) = st.extra.pop() {
+                            Some(Err(run))
+                        } else if st.next_lane < lanes.len() {
+                            st.next_lane += 1;
+                            st.sweeping += 1;
+                            Some(Ok(lanes[st.next_lane - 1]))
+                        } else if st.sweeping > 0 {
+                            None // wait for a lane's boundary runs
+                        } else {
+                            break;
+                        }
+                    };
+                    match job {
+                        None => std::thread::sleep(
+                            std::time::Duration::from_millis(200),
+                        ),
+                        Some(Err(run)) => {
+                            finish(&run);
+                        }
+                        Some(Ok((layer, setting))) => {
+                            let mut done = Vec::new();
+                            while let Some(run) =
+                                next_run(layer, setting, &done)
+                            {
+                                if run.seed != SEEDS[0] {
+                                    break;
+                                }
+                                done.push(finish(&run));
+                            }
+                            // The boundary seeds: every run next_run would
+                            // ask for, queued for any thread.
+                            let mut planned = done.clone();
+                            let mut extra = Vec::new();
+                            while let Some(run) =
+                                next_run(layer, setting, &planned)
+                            {
+                                let placeholder = Record::new(
+                                    &run,
+                                    &Outcome {
+                                        best_loss: f64::NAN,
+                                        steps: 0,
+                                        stop: Stop::Budget,
+                                    },
+                                );
+                                planned.push(placeholder);
+                                extra.push(run);
+                            }
+                            let mut st = lock();
+                            st.extra.extend(extra);
+                            st.sweeping -= 1;
+                        }
+                    }
                 }
             });
         }
     });
-    results
-        .into_inner()
-        .expect("no thread panicked")
-        .into_iter()
-        .map(|o| o.expect("every run finished"))
-        .collect()
-}
-
-/// A rough relative cost of a run: sequence length times memory size.
-fn cost(run: &Run) -> usize {
-    let len = match run.setting {
-        Setting::Distinct => run.shape.n,
-        Setting::Repeated => 2 * run.shape.n,
+    let mut records = state.into_inner().expect("no thread panicked").records;
+    let order = |r: &Record| {
+        let lane = lanes
+            .iter()
+            .position(|(l, s)| l.name() == r.layer && s.name() == r.setting);
+        (lane, r.seed, r.n)
     };
-    len * run.shape.n * run.layer.width(run.shape.d)
+    records.sort_by_key(order);
+    records
 }
 
 /// One line of the data file.
@@ -151,6 +260,7 @@ pub struct Record {
     pub n: usize,
     pub d: usize,
     pub p: usize,
+    pub seed: u64,
     pub best_loss: f64,
     pub steps: usize,
     pub stop: String,
@@ -165,6 +275,7 @@ impl Record {
             n: run.shape.n,
             d: run.shape.d,
             p: run.layer.width(run.shape.d),
+            seed: run.seed,
             best_loss: outcome.best_loss,
             steps: outcome.steps,
             stop: outcome.stop.to_string(),
@@ -177,7 +288,7 @@ impl Record {
     }
 }
 
-const HEADER: &str = "setting\tlayer\tn\td\tp\tbest_loss\tsteps\tstop";
+const HEADER: &str = "setting\tlayer\tn\td\tp\tseed\tbest_loss\tsteps\tstop";
 
 /// The data file: `#` comment lines (how it was made), a header, records.
 pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
@@ -189,8 +300,16 @@ pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
     for r in records {
         let _ = writeln!(
             out,
-            "{}\t{}\t{}\t{}\t{}\t{:.6e}\t{}\t{}",
-            r.setting, r.layer, r.n, r.d, r.p, r.best_loss, r.steps, r.stop
+            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6e}\t{}\t{}",
+            r.setting,
+            r.layer,
+            r.n,
+            r.d,
+            r.p,
+            r.seed,
+            r.best_loss,
+            r.steps,
+            r.stop
         );
     }
     out
@@ -216,7 +335,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
             let f: Vec<&str> = line.split('\t').collect();
             let bad =
                 |what: &str| format!("line {}: bad {what} in `{line}`", i + 1);
-            if f.len() != 8 {
+            if f.len() != 9 {
                 return Err(bad("number of fields"));
             }
             records.push(Record {
@@ -225,9 +344,10 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
                 n: f[2].parse().map_err(|_| bad("n"))?,
                 d: f[3].parse().map_err(|_| bad("d"))?,
                 p: f[4].parse().map_err(|_| bad("p"))?,
-                best_loss: f[5].parse().map_err(|_| bad("loss"))?,
-                steps: f[6].parse().map_err(|_| bad("steps"))?,
-                stop: f[7].to_string(),
+                seed: f[5].parse().map_err(|_| bad("seed"))?,
+                best_loss: f[6].parse().map_err(|_| bad("loss"))?,
+                steps: f[7].parse().map_err(|_| bad("steps"))?,
+                stop: f[8].to_string(),
             });
         }
     }
@@ -246,7 +366,7 @@ pub fn committed() -> (Vec<String>, Vec<Record>) {
     parse_tsv(COMMITTED).expect("listings/data/retrieval.tsv is well formed")
 }
 
-/// The runs of one layer in one setting, in order of n.
+/// The first seed's runs of one layer in one setting, in order of n.
 pub fn series<'a>(
     records: &'a [Record],
     setting: Setting,
@@ -255,25 +375,103 @@ pub fn series<'a>(
     let mut out: Vec<&Record> = records
         .iter()
         .filter(|r| r.setting == setting.name() && r.layer == layer)
+        .filter(|r| r.seed == SEEDS[0])
         .collect();
     out.sort_by_key(|r| r.n);
     out
 }
 
 // ANCHOR: capacity
-/// The largest n up to which every run of `layer` solved the task
-/// (0 if the smallest n already failed).
+/// A layer's capacity: the largest n whose run (first seed) solved the
+/// task, 0 if none did.
 pub fn capacity(records: &[Record], setting: Setting, layer: &str) -> usize {
     series(records, setting, layer)
         .iter()
-        .take_while(|r| r.solved())
-        .last()
-        .map_or(0, |r| r.n)
+        .filter(|r| r.solved())
+        .map(|r| r.n)
+        .max()
+        .unwrap_or(0)
 }
 // ANCHOR_END: capacity
 
+/// One run of the paper's own logs (`listings/data/paper-retrieval.tsv`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperRun {
+    pub setting: Setting,
+    /// Our name for the paper's layer (`linear` → `elu+1`, `ours` → delta).
+    pub layer: String,
+    pub n: usize,
+    pub steps: usize,
+    pub best_loss: f64,
+    pub solved: bool,
+}
+
+/// The paper's logged runs, as committed.
+pub const PAPER: &str = include_str!("../../../data/paper-retrieval.tsv");
+
+/// The paper's logged runs at d = 64, with our layer names.
+pub fn paper_runs() -> Vec<PaperRun> {
+    let mut runs = Vec::new();
+    for line in PAPER.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 11 || f[3] != "64" {
+            continue;
+        }
+        let phi = match f[1] {
+            "linear" => "elu+1".to_string(),
+            "softmax" => "softmax".to_string(),
+            "tanh" => "tanh".to_string(),
+            other => {
+                match (other.strip_prefix("dpfp"), other.strip_prefix("favor"))
+                {
+                    (Some(nu), _) => format!("dpfp-{nu}"),
+                    (_, Some(r)) => format!("favor-{r}"),
+                    _ => other.to_string(),
+                }
+            }
+        };
+        let layer = match f[2] {
+            "ours" => format!("{phi}/delta"),
+            "fwm" => format!("{phi}/fwm"),
+            _ => phi,
+        };
+        runs.push(PaperRun {
+            setting: if f[0] == "1" {
+                Setting::Distinct
+            } else {
+                Setting::Repeated
+            },
+            layer,
+            n: f[4].parse().expect("S is a number"),
+            steps: f[6].parse().expect("last_step is a number"),
+            best_loss: f[8].parse().expect("best_loss is a number"),
+            solved: f[10] != "-",
+        });
+    }
+    runs
+}
+
+/// The paper's capacity for a layer: the largest n it solved (0 if none),
+/// or `None` if the paper did not run it.
+pub fn paper_capacity(setting: Setting, layer: &str) -> Option<usize> {
+    let runs: Vec<PaperRun> = paper_runs()
+        .into_iter()
+        .filter(|r| r.setting == setting && r.layer == layer)
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    Some(
+        runs.iter()
+            .filter(|r| r.solved)
+            .map(|r| r.n)
+            .max()
+            .unwrap_or(0),
+    )
+}
+
 /// What the chapter prints about the sweep: how it was made, and the
-/// capacity of every layer in each setting.
+/// capacity of every layer in each setting, ours beside the paper's.
 pub struct Summary {
     pub comments: Vec<String>,
     pub records: Vec<Record>,
@@ -293,32 +491,36 @@ impl std::fmt::Display for Summary {
             writeln!(f, "{c}")?;
         }
         let settings = [
-            (Setting::Distinct, setting1_layers(), &SETTING1_KEYS[..]),
-            (Setting::Repeated, setting2_layers(), &SETTING2_KEYS[..]),
+            (Setting::Distinct, setting1_layers()),
+            (Setting::Repeated, setting2_layers()),
         ];
-        for (setting, layers, keys) in settings {
+        for (setting, layers) in settings {
+            writeln!(f, "\n{} (d = {D}):", setting.name())?;
             writeln!(
                 f,
-                "\n{} (n = {:?}, d = {D}, at most {MAX_STEPS} steps):",
-                setting.name(),
-                keys
-            )?;
-            writeln!(
-                f,
-                "{:>14} {:>4} {:>14} {:>18}",
-                "layer", "p", "solves n up to", "best loss at n max"
+                "{:>14} {:>4} {:>9} {:>9} {:>7} {:>6}",
+                "layer", "p", "capacity", "paper's", "cap/p", "runs"
             )?;
             for layer in layers {
                 let name = layer.name();
-                let runs = series(&self.records, setting, &name);
-                let last = runs.last().map_or(f64::NAN, |r| r.best_loss);
+                let p = layer.width(D);
+                let ours = capacity(&self.records, setting, &name);
+                let paper = paper_capacity(setting, &name)
+                    .map_or("-".to_string(), |c| c.to_string());
+                let runs = self
+                    .records
+                    .iter()
+                    .filter(|r| r.setting == setting.name() && r.layer == name)
+                    .count();
                 writeln!(
                     f,
-                    "{:>14} {:>4} {:>14} {:>18.4}",
+                    "{:>14} {:>4} {:>9} {:>9} {:>7.2} {:>6}",
                     name,
-                    layer.width(D),
-                    capacity(&self.records, setting, &name),
-                    last
+                    p,
+                    ours,
+                    paper,
+                    ours as f64 / p as f64,
+                    runs
                 )?;
             }
         }
@@ -331,141 +533,82 @@ mod tests {
     use super::*;
     use crate::paper::retrieval::train::Outcome;
 
-    fn data() -> Vec<Record> {
-        committed().1
-    }
-
-    fn cap(setting: Setting, layer: Layer) -> usize {
-        capacity(&data(), setting, &layer.name())
+    fn record(n: usize, seed: u64, solved: bool) -> Record {
+        let layer = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
+        let outcome = Outcome {
+            best_loss: if solved { 1e-4 } else { 0.2 },
+            steps: 100,
+            stop: if solved {
+                Stop::Solved
+            } else {
+                Stop::NoImprovement
+            },
+        };
+        Record::new(&run(layer, Setting::Distinct, n, seed), &outcome)
     }
 
     #[test]
-    fn committed_results_cover_the_plan() {
-        // Rerun `cargo xtask retrieval` after changing the plan.
-        let records = data();
-        let plan = plan();
-        assert_eq!(records.len(), plan.len());
-        for (r, run) in records.iter().zip(&plan) {
-            assert_eq!(
-                (&r.setting[..], &r.layer, r.n, r.d),
-                (
-                    run.setting.name(),
-                    &run.layer.name(),
-                    run.shape.n,
-                    run.shape.d
-                )
-            );
-            assert!(r.best_loss.is_finite() && r.steps <= MAX_STEPS);
+    fn a_lane_stops_three_unsolved_sizes_past_its_last_solved_one() {
+        let layer = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
+        let mut done = Vec::new();
+        // Solved at 20, 40, 80; not at 60, 100, 120, 140.
+        for (n, ok) in [(20, true), (40, true), (60, false), (80, true)] {
+            done.push(record(n, 1, ok));
+            let next = next_run(layer, Setting::Distinct, &done).unwrap();
+            assert_eq!((next.shape.n, next.seed), (n + 20, 1));
         }
-        let (comments, _) = committed();
-        assert!(comments.iter().any(|c| c.starts_with("Machine:")));
-        // Rerun it after changing the budget, too.
-        assert!(comments.contains(&budget_line()), "{comments:?}");
+        for n in [100, 120, 140] {
+            done.push(record(n, 1, false));
+        }
+        // Then the boundary, 80 and 100, with seeds 2 and 3.
+        let mut extra = Vec::new();
+        while let Some(r) = next_run(layer, Setting::Distinct, &done) {
+            extra.push((r.shape.n, r.seed));
+            done.push(record(r.shape.n, r.seed, false));
+        }
+        assert_eq!(extra, vec![(80, 2), (80, 3), (100, 2), (100, 3)]);
     }
 
     #[test]
-    fn capacity_grows_with_the_feature_dimension() {
-        use {Phi::*, Rule::Sum};
-        let caps: Vec<usize> = [EluPlusOne, Dpfp(1), Dpfp(2), Dpfp(3)]
-            .into_iter()
-            .map(|phi| cap(Setting::Distinct, Layer::Linear(phi, Sum)))
-            .collect();
-        // p = d, 2d, 4d, 6d: never fewer keys for a wider memory ...
-        assert!(caps.windows(2).all(|w| w[0] <= w[1]), "{caps:?}");
-        // ... and many more at the widest than at the narrowest.
-        assert!(caps[3] >= 2 * caps[0].max(1), "{caps:?}");
+    fn setting_2_lanes_run_every_size_once() {
+        let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
+        let mut done = Vec::new();
+        while let Some(r) = next_run(layer, Setting::Repeated, &done) {
+            done.push(Record::new(
+                &r,
+                &Outcome {
+                    best_loss: 0.3,
+                    steps: 100,
+                    stop: Stop::NoImprovement,
+                },
+            ));
+        }
+        let ns: Vec<usize> = done.iter().map(|r| r.n).collect();
+        assert_eq!(ns, vec![20, 40, 60, 80, 100]);
     }
 
     #[test]
-    fn no_sum_rule_layer_holds_many_more_keys_than_its_width() {
-        for layer in setting1_layers() {
-            if let Layer::Linear(_, _) = layer {
-                let c = cap(Setting::Distinct, layer);
-                assert!(c <= layer.width(D), "{}: {c}", layer.name());
+    fn the_papers_logs_name_every_layer_we_compare_with() {
+        for (layer, setting) in lanes() {
+            if layer.name() == "favor-64/delta" || layer.name().ends_with("sum")
+            {
+                continue;
+            }
+            let cap = paper_capacity(setting, &layer.name());
+            if setting == Setting::Distinct {
+                assert!(cap.is_some(), "{}", layer.name());
             }
         }
-    }
-
-    #[test]
-    fn each_deterministic_map_holds_between_half_and_all_of_its_width() {
-        use {Phi::*, Rule::Sum};
-        for phi in [EluPlusOne, Dpfp(1), Dpfp(2), Dpfp(3)] {
-            let layer = Layer::Linear(phi, Sum);
-            let (c, p) = (cap(Setting::Distinct, layer), layer.width(D));
-            assert!(2 * c >= p && c <= p, "{}: {c} of {p}", layer.name());
-        }
-        // elu+1, the narrowest, holds all of it.
-        let elu = Layer::Linear(EluPlusOne, Sum);
-        assert_eq!(cap(Setting::Distinct, elu), elu.width(D));
-    }
-
-    #[test]
-    fn dpfp_1_holds_no_more_keys_than_elu_plus_one_and_favor_fewer() {
-        use {Phi::*, Rule::Sum};
-        let cap1 = |phi| cap(Setting::Distinct, Layer::Linear(phi, Sum));
-        assert_eq!(cap1(Dpfp(1)), cap1(EluPlusOne));
-        // FAVOR+, as wide as DPFP-2, solves only the smallest size.
-        assert!(cap1(Favor(2 * D)) < cap1(EluPlusOne));
-        let runs = data();
-        let name = Layer::Linear(Favor(2 * D), Sum).name();
-        let favor = series(&runs, Setting::Distinct, &name);
-        assert!(favor[0].solved() && favor[1..].iter().all(|r| !r.solved()));
-    }
-
-    #[test]
-    fn softmax_solves_every_size_in_setting_1() {
-        let runs = data();
-        for r in series(&runs, Setting::Distinct, &Layer::Softmax.name()) {
-            assert!(r.solved(), "n = {}", r.n);
-        }
-    }
-
-    #[test]
-    fn delta_rule_beats_the_sum_rule_when_keys_repeat() {
-        let runs = data();
-        for phi in [Phi::EluPlusOne, Phi::Dpfp(1)] {
-            let sum = series(
-                &runs,
-                Setting::Repeated,
-                &Layer::Linear(phi, Rule::Sum).name(),
-            );
-            let delta = series(
-                &runs,
-                Setting::Repeated,
-                &Layer::Linear(phi, Rule::Delta).name(),
-            );
-            assert_eq!(sum.len(), delta.len());
-            for (s, d) in sum.iter().zip(&delta) {
-                assert!(d.best_loss < s.best_loss, "{:?} n = {}", phi, s.n);
-            }
-            // The sum rule solves no size; the delta rule solves the smallest.
-            assert!(sum.iter().all(|r| !r.solved()));
-            assert!(delta[0].solved());
-        }
-    }
-
-    #[test]
-    fn softmax_cannot_pick_the_latest_value_when_keys_repeat() {
-        let runs = data();
-        let softmax = series(&runs, Setting::Repeated, &Layer::Softmax.name());
-        assert!(!softmax.is_empty());
-        assert!(softmax.iter().all(|r| !r.solved()));
+        assert_eq!(paper_capacity(Setting::Distinct, "elu+1"), Some(40));
     }
 
     #[test]
     fn the_data_file_round_trips() {
-        let run = plan()[0];
-        let outcome = Outcome {
-            best_loss: 0.012_345,
-            steps: 1200,
-            stop: Stop::NoImprovement,
-        };
-        let records = vec![Record::new(&run, &outcome)];
+        let records = vec![record(40, 2, false)];
         let text = to_tsv(&["made by a test".to_string()], &records);
         let (comments, back) = parse_tsv(&text).unwrap();
         assert_eq!(comments, vec!["made by a test".to_string()]);
-        assert_eq!(back[0].layer, records[0].layer);
-        assert!((back[0].best_loss - 0.012_345).abs() < 1e-9);
+        assert_eq!(back, records);
         assert!(parse_tsv("no header\n").is_err());
     }
 }

@@ -17,6 +17,14 @@ pub enum Setting {
 }
 
 impl Setting {
+    /// The sequence length for n keys: n in Setting 1, 2n in Setting 2.
+    pub fn len(self, n: usize) -> usize {
+        match self {
+            Setting::Distinct => n,
+            Setting::Repeated => 2 * n,
+        }
+    }
+
     /// The short name used in data files and figures.
     pub fn name(self) -> &'static str {
         match self {
@@ -38,32 +46,87 @@ pub struct Episode {
 // ANCHOR_END: Episode
 
 // ANCHOR: episode
-/// Draw an episode over n keys and n values.
+/// Draw an episode over n keys and n values, as the paper's code does:
+/// in Setting 1 keys and values are two permutations (each symbol once);
+/// in Setting 2 both are drawn with replacement, 2n of each.
 pub fn episode(rng: &mut impl Rng, n: usize, setting: Setting) -> Episode {
-    let keys: Vec<usize> = match setting {
-        Setting::Distinct => {
-            let mut keys: Vec<usize> = (0..n).collect();
-            keys.shuffle(rng);
-            keys
-        }
-        Setting::Repeated => {
-            (0..2 * n).map(|_| rng.random_range(0..n)).collect()
-        }
+    let mut e = Episode {
+        keys: Vec::new(),
+        values: Vec::new(),
+        query: 0,
+        target: 0,
     };
-    let values: Vec<usize> =
-        keys.iter().map(|_| rng.random_range(0..n)).collect();
-    let query = keys[rng.random_range(0..keys.len())];
+    episode_into(rng, n, setting, &mut e);
+    e
+}
+
+/// [`episode`], written into `e`'s vectors (no allocation once they have
+/// grown to the sequence length).
+pub fn episode_into(
+    rng: &mut impl Rng,
+    n: usize,
+    setting: Setting,
+    e: &mut Episode,
+) {
+    draw_pairs(rng, n, setting.len(n), setting, e);
+    let at = rng.random_range(0..e.keys.len());
+    e.query = e.keys[at];
     // The answer is the value at the query key's last occurrence.
-    let last = keys
-        .iter()
-        .rposition(|&k| k == query)
-        .expect("query is a key");
-    Episode {
-        target: values[last],
-        keys,
-        values,
-        query,
+    let last = e.keys.iter().rposition(|&k| k == e.query);
+    e.target = e.values[last.expect("the query is a key")];
+}
+// ANCHOR_END: episode
+
+/// The `len` key–value pairs of a sequence: permutations in Setting 1,
+/// draws with replacement in Setting 2.
+fn draw_pairs(
+    rng: &mut impl Rng,
+    n: usize,
+    len: usize,
+    setting: Setting,
+    e: &mut Episode,
+) {
+    for symbols in [&mut e.keys, &mut e.values] {
+        symbols.clear();
+        match setting {
+            Setting::Distinct => {
+                symbols.extend(0..n);
+                symbols.shuffle(rng);
+                symbols.truncate(len);
+            }
+            Setting::Repeated => {
+                symbols.extend((0..len).map(|_| rng.random_range(0..n)));
+            }
+        }
     }
+}
+
+/// One evaluation sequence of the paper's code: n pairs (in both settings),
+/// queried at every distinct key, at most `max_queries` of them, in order
+/// of key id. Returns the sequence and its (query, target) pairs.
+pub fn eval_sequence(
+    rng: &mut impl Rng,
+    n: usize,
+    setting: Setting,
+    max_queries: usize,
+) -> (Episode, Vec<(usize, usize)>) {
+    let mut e = Episode {
+        keys: Vec::new(),
+        values: Vec::new(),
+        query: 0,
+        target: 0,
+    };
+    draw_pairs(rng, n, n, setting, &mut e);
+    let mut last = vec![None; n];
+    for (t, &k) in e.keys.iter().enumerate() {
+        last[k] = Some(t);
+    }
+    let queries: Vec<(usize, usize)> = (0..n)
+        .filter_map(|k| last[k].map(|t| (k, e.values[t])))
+        .take(max_queries)
+        .collect();
+    (e.query, e.target) = queries[0];
+    (e, queries)
 }
 // ANCHOR_END: episode
 
@@ -114,6 +177,40 @@ mod tests {
         }
         // The setting exists to make stored associations go stale.
         assert!(revised > 50, "only {revised} queries saw a revised value");
+    }
+
+    #[test]
+    fn setting_1_values_are_a_permutation_too() {
+        for seed in 0..10 {
+            for n in [1, 3, 20] {
+                for e in episodes(seed, 4, n, Setting::Distinct) {
+                    let mut values = e.values.clone();
+                    values.sort();
+                    assert_eq!(values, (0..n).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn evaluation_queries_every_distinct_key_at_its_last_value() {
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            for setting in [Setting::Distinct, Setting::Repeated] {
+                let (e, queries) = eval_sequence(&mut rng, 30, setting, 200);
+                assert_eq!(e.keys.len(), 30);
+                let mut distinct = e.keys.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(queries.len(), distinct.len());
+                for (q, target) in queries {
+                    let last = e.keys.iter().rposition(|&k| k == q).unwrap();
+                    assert_eq!(e.values[last], target);
+                }
+                let (_, capped) = eval_sequence(&mut rng, 30, setting, 7);
+                assert!(capped.len() <= 7);
+            }
+        }
     }
 
     #[test]
