@@ -200,6 +200,12 @@ pub const ALL: &[Output] = &[
         },
     },
     Output {
+        name: "retrieval-boundaries",
+        run: || {
+            crate::paper::retrieval::sweep::Boundaries::committed().to_string()
+        },
+    },
+    Output {
         name: "retrieval-summary",
         run: || {
             crate::paper::retrieval::sweep::Summary::committed().to_string()

@@ -46,6 +46,8 @@ fn papers(
     let mut points: Vec<(f64, f64)> = runs
         .iter()
         .filter(|r| r.setting == setting && r.layer == layer)
+        // The paper's logs hold NaN where a run diverged: not drawn.
+        .filter(|r| r.best_loss.is_finite())
         .map(|r| (r.n as f64, r.best_loss.max(FLOOR)))
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -200,7 +202,7 @@ pub fn setting2() -> String {
     let content = ["elu+1", "dpfp-1", "dpfp-2", "favor-64"]
         .into_iter()
         .map(|phi| {
-            let s = format!("{phi}");
+            let s = phi.to_string();
             let d = format!("{phi}/delta");
             let mut curves = Vec::new();
             if phi != "favor-64" {

@@ -31,13 +31,14 @@ const USAGE: &str =
   test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
           the book build with its checks, the browser check, and the
           checks' own tests
-  retrieval  train every model of the retrieval chapter (release mode,
-          every core, about a quarter of an hour on two cores) and rewrite
-          listings/data/retrieval.tsv, which the book's figures read
+  retrieval  train every model of the retrieval chapter at the paper's
+          scale (release mode, every core, under an hour on two cores) and
+          rewrite listings/data/retrieval.tsv, which the book's figures read
   bench   time every schedule of the book at f32 on one thread (release
-          mode, about a minute and a half) beside this machine's f32
-          matrix-multiply throughput; prints a table and the target
-          ratios, and writes target/bench/latest.json";
+          mode, about two minutes) beside this machine's f32
+          matrix-multiply throughput, and a step of the retrieval trainer
+          beside its f64 reference; prints tables and the target ratios,
+          and writes target/bench/latest.json";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();

@@ -67,9 +67,9 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp(-x))
 }
 
-/// eˣ in f32 without branches, so that loops over it vectorise: x = k ln 2
-/// + r with |r| ≤ ln 2 / 2, eʳ by Cephes' degree-7 polynomial, 2ᵏ from the
-/// exponent bits. Relative error below 3e-7 (tested against f64).
+/// eˣ in f32 without branches, so that loops over it vectorise: write
+/// x = k ln 2 + r with |r| ≤ ln 2 / 2, take eʳ from Cephes' polynomial and
+/// 2ᵏ from the exponent bits. Relative error below 3e-7 (tested against f64).
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding it rounds to an integer
@@ -221,6 +221,29 @@ fn phi_back(
                 *dxi = dot(row.as_slice().expect("row-major Ω"), diff)
                     - x[i] * total;
             }
+        }
+    }
+}
+
+/// k_t = P[k_t] + W_k,vᵀ[v_t] for every pair of `ep`, into `keys`' rows.
+#[inline(always)]
+fn gather_keys(
+    keys: &mut Array2<f32>,
+    proj: &Array2<f32>,
+    kv: &Array2<f32>,
+    ep: &Episode,
+) {
+    let d = proj.ncols();
+    let (out, p, v) = (
+        keys.as_slice_mut().expect("row-major"),
+        proj.as_slice().expect("row-major"),
+        kv.as_slice().expect("row-major"),
+    );
+    for (t, (&k, &val)) in ep.keys.iter().zip(&ep.values).enumerate() {
+        let row = &mut out[t * d..(t + 1) * d];
+        let (pk, vv) = (&p[k * d..(k + 1) * d], &v[val * d..(val + 1) * d]);
+        for ((o, &a), &b) in row.iter_mut().zip(pk).zip(vv) {
+            *o = a + b;
         }
     }
 }
@@ -527,11 +550,7 @@ impl Fast {
     ) -> Result<f32, TrainError> {
         let extra = self.episode_flops(ep.keys.len());
         let wk = &mut self.work;
-        for (t, (&k, &v)) in ep.keys.iter().zip(&ep.values).enumerate() {
-            let mut row = wk.keys.row_mut(t);
-            row.assign(&self.proj.row(k));
-            row += &self.kv.row(v);
-        }
+        gather_keys(&mut wk.keys, &self.proj, &self.kv, ep);
         let q = self.qs.row(i);
         let q = q.as_slice().expect("row-major queries");
         let loss = match self.layer {
@@ -570,12 +589,18 @@ impl Fast {
             return Err(TrainError::NonFiniteLoss);
         }
         self.flops += extra;
+        // Each pair's key gradient goes to its key symbol's row of P and
+        // its value symbol's column of W_k,v.
+        let d = self.shape.d;
+        let (dk, dp, dv) = (
+            wk.dk.as_slice().expect("row-major"),
+            self.d_proj.as_slice_mut().expect("row-major"),
+            self.d_kv.as_slice_mut().expect("row-major"),
+        );
         for (t, (&k, &v)) in ep.keys.iter().zip(&ep.values).enumerate() {
-            let dk = wk.dk.row(t);
-            let mut row = self.d_proj.row_mut(k);
-            row += &dk;
-            let mut row = self.d_kv.row_mut(v);
-            row += &dk;
+            let g = &dk[t * d..(t + 1) * d];
+            axpy(1.0, g, &mut dp[k * d..(k + 1) * d]);
+            axpy(1.0, g, &mut dv[v * d..(v + 1) * d]);
         }
         self.dqs
             .row_mut(i)
@@ -625,11 +650,7 @@ impl Fast {
             let (seq, queries) =
                 eval_sequence(rng, n, self.setting, self.budget.max_queries);
             let wk = &mut self.work;
-            for (t, (&k, &v)) in seq.keys.iter().zip(&seq.values).enumerate() {
-                let mut row = wk.keys.row_mut(t);
-                row.assign(&self.proj.row(k));
-                row += &self.kv.row(v);
-            }
+            gather_keys(&mut wk.keys, &self.proj, &self.kv, &seq);
             let len = seq.keys.len();
             if let Layer::Linear(phi, rule) = self.layer {
                 memory.fill(0.0);
@@ -864,7 +885,6 @@ fn sum_episode(
     loss
 }
 
-// ANCHOR: delta_episode
 /// The delta rule read once, at the end, in attention form. Writing
 /// W_L = Σ_t u_t k̄_tᵀ, the u_t solve A U = diag(β) V with A unit lower
 /// triangular, A_ij = β_i k̄_iᵀk̄_j (i > j). So ŷ = W_L q̄ = Σ_t β_t w_t v_t
@@ -982,7 +1002,6 @@ fn delta_episode(
     let _ = p;
     Ok(loss)
 }
-// ANCHOR_END: delta_episode
 
 /// Floating-point operations of one training step of `layer` at `shape`
 /// with batch `b` in `setting`: the step's matrix products (key projection

@@ -774,6 +774,39 @@ mod tests {
     }
 
     #[test]
+    fn a_write_is_undone_by_subtracting_the_stored_inserted_vector() {
+        // The paper's kernel walks the sequence backwards without storing
+        // every W_t: it keeps u_t = β_t (v_t − v̄_t) and undoes the write
+        // as W_{t−1} = W_t − u_t k̄_tᵀ, a subtraction, no inverse.
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let (n, p, len) = (5, 7, 12);
+            let mut w = Array2::<f64>::zeros((n, p));
+            let mut history = vec![w.clone()];
+            let mut writes = Vec::new();
+            for t in 0..len {
+                let f = elu_plus_one(&randn(&mut rng, 1, p).row(0));
+                let k = sum_normalise(&f);
+                let v = one_hot(n, (t * 3) % n);
+                let beta = 0.1 + 0.8 * (t as f64 / len as f64);
+                let v_bar = delta_rule_step(&mut w, &k, &v, beta);
+                writes.push(((&v - &v_bar) * beta, k));
+                history.push(w.clone());
+            }
+            for t in (0..len).rev() {
+                let (u, k) = &writes[t];
+                let outer = u
+                    .view()
+                    .insert_axis(Axis(1))
+                    .dot(&k.view().insert_axis(Axis(0)));
+                w -= &outer;
+                let off = (&w - &history[t]).mapv(f64::abs).sum();
+                assert!(off < 1e-12, "seed {seed}, t = {t}: {off}");
+            }
+        }
+    }
+
+    #[test]
     fn memory_width_follows_the_feature_map() {
         let d = 16;
         assert_eq!(Layer::Linear(Phi::EluPlusOne, Rule::Sum).width(d), 16);
