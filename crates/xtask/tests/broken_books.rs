@@ -38,6 +38,20 @@ fn an_unknown_macro_fails_the_build() {
 
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_control_character_in_a_chapter_fails_the_build() {
+    // "$x^\top$" written through an escape that turned \t into a TAB:
+    // KaTeX renders x^ op without a word, so the build must refuse it.
+    let broken = GOOD.replace("$x^2$", "$x^\top$");
+    fails_with(
+        &fixture("control-tab", "", &broken),
+        "src/chapter.md:3:11: U+0009 (TAB",
+    );
+    let broken = GOOD.replace("\\frac{1}{2}", "\u{c}rac{1}{2}");
+    fails_with(&fixture("control-ff", "", &broken), "U+000C (form feed");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
 fn an_include_with_a_missing_anchor_fails_the_build() {
     let broken = GOOD.replace("code.rs:shown", "code.rs:hidden");
     fails_with(&fixture("anchor", "", &broken), "no `ANCHOR: hidden`");
