@@ -118,6 +118,30 @@ fn tests_in(file: &str, text: &str) -> Vec<(String, Test)> {
     found
 }
 
+/// The tests a mark's name means: `NAME`, every `#[test] fn NAME`; a name
+/// qualified by its module, `m3::attention::NAME`, only those whose file
+/// path holds `m3/attention` (for a name two modules use).
+pub fn resolve<'a>(
+    name: &str,
+    tests: &'a BTreeMap<String, Vec<Test>>,
+) -> Vec<&'a Test> {
+    let (module, name) = match name.rsplit_once("::") {
+        Some((module, name)) => (module.replace("::", "/"), name),
+        None => (String::new(), name),
+    };
+    tests
+        .get(name)
+        .into_iter()
+        .flatten()
+        .filter(|t| t.file.trim_end_matches(".rs").contains(&module))
+        .collect()
+}
+
+/// The function name a mark's (maybe qualified) name ends with.
+pub fn function_name(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name)
+}
+
 /// The test names of every mark in a chapter's Markdown, outside code
 /// blocks, in order (a name once per mark). `cargo xtask test` checks
 /// that each of them ran.
@@ -181,6 +205,7 @@ pub(crate) fn collect(
             let mut done = 0;
             for (start, end, names) in marks(s.text) {
                 paragraph.push_str(&s.text[done..start]);
+                paragraph.truncate(paragraph.trim_end().len()); // as shown
                 done = end;
                 number += 1;
                 if names.is_empty() {
@@ -191,10 +216,16 @@ pub(crate) fn collect(
                     ));
                 }
                 for name in &names {
-                    if !tests.contains_key(*name) {
+                    if resolve(name, tests).is_empty() {
                         errors.push(format!(
                             "{path}: the claim mark names `{name}`, but no \
-                             #[test] fn {name} exists in the workspace"
+                             #[test] fn {} exists in the workspace{}",
+                            function_name(name),
+                            if name.contains("::") {
+                                " in that module"
+                            } else {
+                                ""
+                            }
                         ));
                     }
                 }
@@ -303,7 +334,8 @@ pub(crate) fn appendix(
             claim.sentence
         );
         for name in &claim.tests {
-            for test in tests.get(name).into_iter().flatten() {
+            for test in resolve(name, tests) {
+                let name = function_name(name);
                 let place =
                     format!("<code>{name}</code>, {}:{}", test.file, test.line);
                 if sources {
@@ -356,6 +388,14 @@ mod tests {
         let s = last_sentence("First one. The rows sum to\n  one. ");
         assert_eq!(s, "The rows sum to one.");
         assert_eq!(last_sentence("Only $x_1.5$ here"), "Only $x_1.5$ here");
+        let md = "# A\n\nIt cancels {{#claim a}}, and stays. {{#claim b}}\n";
+        let tests = BTreeMap::from([
+            ("a".to_string(), vec![]),
+            ("b".to_string(), vec![]),
+        ]);
+        let claims = collect(&[("a.md", md)], &tests, &mut Vec::new());
+        assert_eq!(claims[0].sentence, "It cancels");
+        assert_eq!(claims[1].sentence, "It cancels, and stays.");
     }
 
     fn book_with(mark: &str) -> (PathBuf, Result<Vec<String>, Vec<String>>) {
@@ -410,6 +450,13 @@ mod tests {
         ));
         assert!(page.contains("\nfn rows_sum_to_one() {"), "{page}");
         assert!(page.contains("<code>other</code>, code/tests.rs:13"));
+        let (_, out) = book_with("{{#claim code::tests::other}}");
+        assert!(out.unwrap()[1].contains("<code>other</code>, code/tests.rs"));
+        let (_, out) = book_with("{{#claim lib::other}}");
+        assert!(out.unwrap_err()[0].contains(
+            "fn other exists in the \
+             workspace in that module"
+        ));
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub fn unrun(root: &Path, list: &str) -> Result<Vec<String>, Failure> {
         let text = fs::read_to_string(&path)?;
         let rel = path.strip_prefix(root).unwrap_or(&path).display();
         for name in mdbook_listings::claim::marked_tests(&text) {
-            if !listed.contains(name.as_str()) {
+            let function = mdbook_listings::claim::function_name(&name);
+            if !listed.contains(function) {
                 missing.push(format!("{rel}: {name}"));
             }
         }
