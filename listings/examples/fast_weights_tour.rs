@@ -17,10 +17,10 @@ fn main() {
     let (qkv, _) = walkthrough(0);
     let phi = |x: &ArrayRef2<f64>| elu_plus_one(x);
     let recurrent = causal_linear_attention(&qkv.q, &qkv.k, &qkv.v, phi)
-        .expect("q, k and v agree in shape");
+        .expect("shapes agree and every denominator is above zero");
     let parallel =
         linear_attention_parallel(&phi(&qkv.q), &phi(&qkv.k), &qkv.v)
-            .expect("q, k and v agree in shape");
+            .expect("shapes agree and every denominator is above zero");
     let gap = worst_row_relative_difference(&recurrent, &parallel);
     println!("recurrent vs parallel: {gap:.1e}");
     println!("last output: {:.3}", recurrent.row(11));

@@ -17,9 +17,9 @@ fn main() {
     let phi = |x: &ArrayRef2<f64>| -> Array2<f64> { elu_plus_one(x) };
     let (phi_q, phi_k) = (phi(&q), phi(&k));
     let den = causal_denominators(&phi_q, &phi_k).expect("shapes agree");
-    let o =
-        linear_attention_recurrent(&phi_q, &phi_k, &v).expect("shapes agree");
     println!("denominators z_t·φ(q_t): {den:.3}");
+    let o = linear_attention_recurrent(&phi_q, &phi_k, &v)
+        .expect("shapes agree and every denominator is above zero");
     println!("outputs:\n{o:.3}");
     // ANCHOR_END: feature_map_tour
     assert!(

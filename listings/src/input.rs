@@ -2,7 +2,7 @@
 //! that must not be empty, values that must be finite. A bad input is an
 //! error that names the problem, never a silent broadcast or a NaN.
 
-use ndarray::ArrayRef2;
+use ndarray::{Array, ArrayRef2, Axis, Dimension, LinalgScalar};
 use std::fmt;
 
 /// What is wrong with an input, in words a reader can act on.
@@ -37,6 +37,19 @@ pub enum InputError {
         value: usize,
         rule: &'static str,
     },
+    /// Finite inputs whose result leaves the range of the float type.
+    Overflow {
+        name: &'static str,
+        at: [usize; 2],
+        value: f64,
+    },
+    /// A divisor (the normaliser of a read, a row sum, a norm) that is not
+    /// above zero: the read would not be a weighted average.
+    NonPositive {
+        name: &'static str,
+        at: usize,
+        value: f64,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -61,17 +74,54 @@ impl fmt::Display for InputError {
             InputError::BadParameter { name, value, rule } => {
                 write!(f, "bad parameter: {name} is {value} ({rule})")
             }
+            InputError::Overflow { name, at, value } => write!(
+                f,
+                "overflow: {name} is {value} at {at:?}; the inputs are \
+                 finite but too large for this float type"
+            ),
+            InputError::NonPositive { name, at, value } => write!(
+                f,
+                "non-positive divisor: {name} is {value} at row {at}; \
+                 it must be above 0 (a read is a weighted average only \
+                 then)"
+            ),
         }
     }
 }
 
 impl std::error::Error for InputError {}
 
+impl InputError {
+    /// The same error, its row counted from `rows` earlier: for a check
+    /// made on one chunk of a longer sequence.
+    pub fn below(self, rows: usize) -> InputError {
+        match self {
+            InputError::Overflow { name, at, value } => InputError::Overflow {
+                name,
+                at: [at[0] + rows, at[1]],
+                value,
+            },
+            InputError::NonPositive { name, at, value } => {
+                InputError::NonPositive {
+                    name,
+                    at: at + rows,
+                    value,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 /// The entry types the checks accept: f64, the book's, and f32, the fast
 /// forms' of Appendix E.
 pub trait Entry: Copy {
     /// Neither NaN nor ±∞.
     fn finite(self) -> bool;
+    /// Finite and above zero.
+    fn positive(self) -> bool {
+        self.finite() && self.widen() > 0.0
+    }
     /// The same number as an f64 (exactly), for an error message.
     fn widen(self) -> f64;
 }
@@ -109,21 +159,100 @@ pub fn nonempty_finite<T: Entry>(
             shape: shape(a),
         });
     }
+    match first_non_finite(a) {
+        Some((at, value)) => Err(InputError::NonFinite { name, at, value }),
+        None => Ok(()),
+    }
+}
+
+/// The row and column of the first NaN or ±∞ of `a`, and its value.
+fn first_non_finite<T: Entry>(a: &ArrayRef2<T>) -> Option<([usize; 2], f64)> {
     // A branch-free pass over the memory first (it vectorises); the
     // position is looked for only when there is one to report.
     let all_finite =
         |x: &[T]| x.iter().map(|x| u32::from(!x.finite())).sum::<u32>() == 0;
     if a.as_slice_memory_order().is_some_and(all_finite) {
-        return Ok(());
+        return None;
     }
-    match a.indexed_iter().find(|(_, x)| !x.finite()) {
-        Some(((i, j), &value)) => Err(InputError::NonFinite {
+    let ((i, j), &value) = a.indexed_iter().find(|(_, x)| !x.finite())?;
+    Some(([i, j], value.widen()))
+}
+
+/// A result computed from finite inputs, returned if every entry is
+/// finite; an overflow that names it and the first bad position if not
+/// (row and column of a matrix; index and 0 of a vector).
+pub fn finite<T: Entry, D: Dimension>(
+    name: &'static str,
+    a: Array<T, D>,
+) -> Result<Array<T, D>, InputError> {
+    let Some(i) = a.iter().position(|x| !x.finite()) else {
+        return Ok(a);
+    };
+    let value = a.iter().nth(i).map_or(f64::NAN, |x| x.widen());
+    let at = match a.shape() {
+        [_, cols] => [i / cols, i % cols],
+        _ => [i, 0],
+    };
+    Err(InputError::Overflow { name, at, value })
+}
+
+/// Every row of `a` sums to a finite number above zero, as the sum
+/// normalisation of a row of features needs.
+pub fn positive_row_sums<T: Entry + LinalgScalar>(
+    name: &'static str,
+    a: &ArrayRef2<T>,
+) -> Result<(), InputError> {
+    normalisers(name, &a.sum_axis(Axis(1)))
+}
+
+/// No row of `a` is all zeros (a relative error divides by its norm).
+pub fn nonzero_rows<T: Entry>(
+    name: &'static str,
+    a: &ArrayRef2<T>,
+) -> Result<(), InputError> {
+    let zero = a
+        .rows()
+        .into_iter()
+        .position(|r| r.iter().all(|x| x.widen() == 0.0));
+    match zero {
+        Some(at) => Err(InputError::NonPositive {
             name,
-            at: [i, j],
-            value: value.widen(),
+            at,
+            value: 0.0,
         }),
         None => Ok(()),
     }
+}
+
+/// One normaliser, returned if it is finite and above zero.
+pub fn normaliser<T: Entry>(
+    name: &'static str,
+    t: usize,
+    value: T,
+) -> Result<T, InputError> {
+    match value {
+        x if x.positive() => Ok(x),
+        x if !x.finite() => Err(InputError::Overflow {
+            name,
+            at: [t, 0],
+            value: x.widen(),
+        }),
+        x => Err(InputError::NonPositive {
+            name,
+            at: t,
+            value: x.widen(),
+        }),
+    }
+}
+
+/// Every normaliser of `den`, one per row, finite and above zero.
+pub fn normalisers<'a, T: Entry + 'a>(
+    name: &'static str,
+    den: impl IntoIterator<Item = &'a T>,
+) -> Result<(), InputError> {
+    den.into_iter()
+        .enumerate()
+        .try_for_each(|(t, &x)| normaliser(name, t, x).map(|_| ()))
 }
 
 /// `a` and `b` have the same number of columns.

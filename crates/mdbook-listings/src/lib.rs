@@ -15,6 +15,10 @@
 //! - `reference`: `{{#ref figure:NAME}}`, `{{#ref listing:ANCHOR}}` and
 //!   `{{#ref output:NAME}}` become links to the numbered item, in this
 //!   chapter or another one.
+//! - `claim`: `{{#claim TEST ...}}` after a sentence becomes a small link
+//!   to its entry in the page that holds `{{#claims}}`, the generated
+//!   appendix of every marked sentence with its tests; a mark naming a
+//!   test that the workspace does not define fails the build.
 //!
 //! `number` gives out the numbers and ids, `scan` reads a chapter line
 //! by line, `make` runs the experiments behind the figures and outputs,
@@ -26,6 +30,7 @@
 //! The preprocessor writes no files.
 
 pub mod book;
+pub mod claim;
 mod figure;
 pub mod include;
 pub mod katex_guard;
@@ -108,6 +113,7 @@ pub fn process(
     let index = number_items(&chapters, src, registry, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
     let made = make::make_all(&index, registry);
+    let claims = Claims::collect(&chapters, src, &mut errors);
     let expanded: Vec<String> = chapters
         .iter()
         .enumerate()
@@ -119,6 +125,7 @@ pub fn process(
                 index: &index,
                 src,
                 made: &made,
+                claims: &claims,
             };
             expand(&ctx, ch, &mut errors)
         })
@@ -221,12 +228,102 @@ pub(crate) struct Context<'a> {
     pub(crate) index: &'a Index,
     pub(crate) src: &'a Path,
     pub(crate) made: &'a make::Made,
+    pub(crate) claims: &'a Claims,
+}
+
+/// The claim marks of the whole book, the tests they name, and the page
+/// that lists them.
+pub(crate) struct Claims {
+    marks: Vec<claim::Claim>,
+    tests: std::collections::BTreeMap<String, Vec<claim::Test>>,
+    /// The chapter holding `{{#claims}}`, if any.
+    page: Option<usize>,
+    /// Each chapter's path and title (its first `# ` heading).
+    chapters: Vec<(String, String)>,
+}
+
+impl Claims {
+    fn collect(
+        chapters: &[Chapter],
+        src: &Path,
+        errors: &mut Vec<String>,
+    ) -> Claims {
+        let uses = |c: &&Chapter| c.content.contains("{{#claim");
+        let tests = if chapters.iter().any(|c| uses(&c)) {
+            claim::find_tests(src.parent().unwrap_or(src))
+        } else {
+            Default::default()
+        };
+        let contents: Vec<(&str, &str)> = chapters
+            .iter()
+            .map(|c| (c.path.as_str(), c.content.as_str()))
+            .collect();
+        let marks = claim::collect(&contents, &tests, errors);
+        let page = chapters
+            .iter()
+            .position(|c| scan(&c.content).iter().any(claim::is_page));
+        if page.is_none() && !marks.is_empty() {
+            errors.push(
+                "the book has claim marks but no page with {{#claims}} for \
+                 them to link to; add one to SUMMARY.md"
+                    .to_string(),
+            );
+        }
+        let titles = chapters
+            .iter()
+            .map(|c| {
+                let title = c
+                    .content
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# "))
+                    .unwrap_or(&c.path);
+                (c.path.clone(), title.trim().to_string())
+            })
+            .collect();
+        Claims {
+            marks,
+            tests,
+            page,
+            chapters: titles,
+        }
+    }
 }
 
 /// The second pass: one chapter with its directives expanded.
 fn expand(ctx: &Context<'_>, ch: &Chapter, errors: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(ch.content.len());
+    let claims = ctx.claims;
+    let mine: Vec<&claim::Claim> = claims
+        .marks
+        .iter()
+        .filter(|c| c.chapter == ctx.here)
+        .collect();
+    let mut next_mark = 0;
+    let page = claims
+        .page
+        .map(|p| reference::relative(&ch.path, &ctx.paths[p]));
     for s in scan(&ch.content) {
+        if claim::is_page(&s) {
+            let chapters: Vec<(&str, String)> = claims
+                .chapters
+                .iter()
+                .map(|(p, t)| (p.as_str(), t.clone()))
+                .collect();
+            let page = claim::appendix(
+                &claims.marks,
+                &chapters,
+                &ch.path,
+                &claims.tests,
+                ctx.mode == Mode::Render,
+            );
+            for line in page.lines() {
+                out.push_str(&reference::expand(
+                    line, ctx.here, ctx.paths, ctx.index, errors,
+                ));
+                out.push('\n');
+            }
+            continue;
+        }
         if let Some(include) = s.first_include {
             listing::expand(&mut out, s.text, include, ctx);
             continue;
@@ -268,8 +365,14 @@ fn expand(ctx: &Context<'_>, ch: &Chapter, errors: &mut Vec<String>) -> String {
                         ));
                     }
                 }
+                let text = claim::expand_marks(
+                    s.text,
+                    &mine,
+                    &mut next_mark,
+                    page.as_deref(),
+                );
                 out.push_str(&reference::expand(
-                    s.text, ctx.here, ctx.paths, ctx.index, errors,
+                    &text, ctx.here, ctx.paths, ctx.index, errors,
                 ));
                 out.push('\n');
             }

@@ -59,7 +59,7 @@ pub(crate) fn expand(
 
 /// The path of chapter `to` as a link from chapter `from` (both relative
 /// to `src/`).
-fn relative(from: &str, to: &str) -> String {
+pub(crate) fn relative(from: &str, to: &str) -> String {
     let from_dir: Vec<&str> = from.split('/').collect();
     let from_dir = &from_dir[..from_dir.len() - 1];
     let to_parts: Vec<&str> = to.split('/').collect();

@@ -196,6 +196,18 @@ function inspect() {
     }
   }
 
+  // Math that parsed but lost a command on the way in: an escape that
+  // turned "\top" into a TAB and "op", "\frac" into a form feed and "rac".
+  // KaTeX keeps the TeX source in an <annotation>; look there.
+  for (const tex of document.querySelectorAll('.katex annotation')) {
+    const source = tex.textContent;
+    const bad = source.match(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]([a-zA-Z]*)/u);
+    if (bad) {
+      const code = bad[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+      problems.push(`math holds a broken command: U+${code} before "${bad[1]}" in "${clip(source)}"`);
+    }
+  }
+
   // KaTeX: no error spans; its stylesheet and fonts in use.
   const errors = document.querySelectorAll('.katex-error');
   if (errors.length > 0) {

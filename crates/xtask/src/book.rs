@@ -13,6 +13,14 @@ use std::process::Command;
 /// Build the book rooted at `root` into `root/book` and check every page.
 /// Returns the number of pages checked.
 pub fn build(root: &Path) -> Result<usize, Failure> {
+    let controls = control_characters(root)?;
+    if !controls.is_empty() {
+        return Err(Failure(format!(
+            "a chapter holds control characters, which render wrong but \
+             parse (a TAB where `\\top` was typed, say):\n{}",
+            controls.join("\n")
+        )));
+    }
     step(&format!("mdbook build {}", root.display()));
     let out = Command::new("mdbook")
         .arg("build")
@@ -105,6 +113,51 @@ fn listings_errors(log: &str) -> String {
         String::new()
     } else {
         format!(":\n{}", lines.join("\n"))
+    }
+}
+
+/// Every control character (TAB, form feed, …, anything but a line end)
+/// in the Markdown under `root/src`, as `src/FILE:LINE:COLUMN: U+XXXX
+/// before "…"`. A TAB typed where `\top` was meant (an escape that went
+/// wrong on the way in) still parses as TeX and renders "op".
+pub fn control_characters(root: &Path) -> Result<Vec<String>, Failure> {
+    let src = root.join("src");
+    let mut problems = Vec::new();
+    for path in crate::links::all_files(&src)? {
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = fs::read_to_string(&path)?;
+        let rel = path.strip_prefix(root).unwrap_or(&path).display();
+        for (n, line) in text.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            for (column, (at, c)) in line.char_indices().enumerate() {
+                if c.is_control() {
+                    let after: String =
+                        line[at + c.len_utf8()..].chars().take(12).collect();
+                    problems.push(format!(
+                        "{rel}:{}:{}: U+{:04X} {} before \"{after}\"",
+                        n + 1,
+                        column + 1,
+                        u32::from(c),
+                        control_name(c)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+fn control_name(c: char) -> &'static str {
+    match c {
+        '\t' => "(TAB; was it \\t…, say \\top or \\times?)",
+        '\u{c}' => "(form feed; was it \\f…, say \\frac?)",
+        '\u{8}' => "(backspace; was it \\b…, say \\beta or \\bar?)",
+        '\u{b}' => "(vertical tab; was it \\v…, say \\vec?)",
+        '\u{7}' => "(bell; was it \\a…, say \\alpha?)",
+        '\r' => "(carriage return; was it \\r…, say \\right?)",
+        _ => "(a control character)",
     }
 }
 
@@ -477,6 +530,22 @@ mod tests {
         aria-labelledby=\"figure-f-title\"><title id=\"figure-f-title\">A \
         grid</title><rect/></svg><figcaption>Figure 1.1: F</figcaption>\
         </figure>";
+
+    #[test]
+    fn control_characters_are_found_with_their_place_and_a_hint() {
+        let root = std::env::temp_dir().join("xtask-control-characters");
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("src/part")).unwrap();
+        fs::write(root.join("src/clean.md"), "$x^\\top$\r\nok\n").unwrap();
+        fs::write(root.join("src/part/bad.md"), "a\n$x^\top$ and \u{c}rac\n")
+            .unwrap();
+        let found = control_characters(&root).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("src/part/bad.md:2:4: U+0009 (TAB"));
+        assert!(found[0].ends_with("before \"op$ and \u{c}rac\""));
+        assert!(found[1].contains(":2:13: U+000C (form feed; was it \\f"));
+        fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn a_clean_page_has_no_problems() {

@@ -3,6 +3,7 @@
 
 pub mod book;
 pub mod browser;
+pub mod claims;
 pub mod html;
 pub mod links;
 pub mod setup;

@@ -150,6 +150,7 @@ fn test() -> Result<(), Failure> {
     )?;
     xtask::step("cargo test --workspace");
     run("cargo", &["test", "--workspace", "--quiet"], &root)?;
+    xtask::claims::check_ran(&root)?;
     book::mdbook_test(&root)?;
     let pages = book::build(&root)?;
     let browser = xtask::browser::check(

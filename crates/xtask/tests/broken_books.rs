@@ -36,6 +36,86 @@ fn an_unknown_macro_fails_the_build() {
     fails_with(&fixture("macro", "", &broken), "KaTeX could not render");
 }
 
+/// GOOD with a claim mark after its first sentence, a claims appendix,
+/// and in the fixture's own sources the test `inline_math_renders`.
+fn claims_fixture(name: &str, mark: &str) -> std::path::PathBuf {
+    let chapter = GOOD.replace("display:\n", &format!("display. {mark}\n"));
+    let dir = fixture(name, "- [Claims](claims.md)\n", &chapter);
+    fs::write(
+        dir.join("src/claims.md"),
+        "# Claims and their tests\n\n{{#claims}}\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("tests.rs"),
+        "#[test]\nfn inline_math_renders() {\n    assert!(true);\n}\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_claim_mark_links_to_the_generated_appendix() {
+    let dir = claims_fixture("claims-good", "{{#claim inline_math_renders}}");
+    book::build(&dir).expect("a mark naming a test that exists builds");
+    let chapter = fs::read_to_string(dir.join("book/chapter.html")).unwrap();
+    assert!(
+        chapter.contains("href=\"claims.html#claim-0-1\""),
+        "{chapter}"
+    );
+    let page = fs::read_to_string(dir.join("book/claims.html")).unwrap();
+    assert!(page.contains("id=\"claim-0-1\""), "{page}");
+    assert!(page.contains("tests.rs:2"), "{page}");
+    assert!(page.contains("<details>"), "{page}");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_claim_mark_naming_a_missing_test_fails_the_build() {
+    // The test renamed: the mark still names the old one.
+    fails_with(
+        &claims_fixture("claims-renamed", "{{#claim inline_math_rendered}}"),
+        "chapter.md: the claim mark names `inline_math_rendered`, but no \
+         #[test] fn inline_math_rendered exists in the workspace",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_claim_mark_whose_test_did_not_run_fails_the_test_command() {
+    // The fixture's test exists in its sources, so the build passes, but
+    // no crate compiles it: `cargo test --workspace -- --list` of this
+    // workspace does not list it, and the check says so.
+    let dir = claims_fixture("claims-unrun", "{{#claim inline_math_renders}}");
+    book::build(&dir).expect("the test exists in the sources");
+    let list = std::process::Command::new("cargo")
+        .args(["test", "--workspace", "--quiet", "--", "--list"])
+        .current_dir(xtask::root())
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.contains(": test"), "{list}");
+    assert_eq!(
+        xtask::claims::unrun(&dir, &list).unwrap(),
+        ["src/chapter.md: inline_math_renders"]
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_control_character_in_a_chapter_fails_the_build() {
+    // "$x^\top$" written through an escape that turned \t into a TAB:
+    // KaTeX renders x^ op without a word, so the build must refuse it.
+    let broken = GOOD.replace("$x^2$", "$x^\top$");
+    fails_with(
+        &fixture("control-tab", "", &broken),
+        "src/chapter.md:3:11: U+0009 (TAB",
+    );
+    let broken = GOOD.replace("\\frac{1}{2}", "\u{c}rac{1}{2}");
+    fails_with(&fixture("control-ff", "", &broken), "U+000C (form feed");
+}
+
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
 fn an_include_with_a_missing_anchor_fails_the_build() {

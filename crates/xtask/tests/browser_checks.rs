@@ -105,6 +105,13 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                 "<p>$$\\frac{1}{2}$$ <span class=\"katex-error\" \
                  title=\"ParseError\">x^</span> Inline",
             );
+            // A TAB where `\top` was typed: KaTeX renders x^op silently.
+            tamper(
+                d,
+                "chapter.html",
+                "<annotation encoding=\"application/x-tex\">x^2",
+                "<annotation encoding=\"application/x-tex\">x^\top",
+            );
             tamper(
                 d,
                 "chapter.html",
@@ -136,6 +143,11 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
             (
                 "raw TeX in the text",
                 "chapter.html: raw math left unrendered: \"$$\\frac{1}{2}$$",
+            ),
+            (
+                "a command broken into a TAB",
+                "chapter.html: math holds a broken command: U+0009 before \
+                 \"op\"",
             ),
             (
                 "a KaTeX error",

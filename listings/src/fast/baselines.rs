@@ -3,7 +3,7 @@
 //! that the benchmark times every form at one precision.
 
 use crate::causal::mask_future;
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite, normalisers};
 use ndarray::{Array2, ArrayRef2, Axis};
 
 /// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32: the baseline
@@ -17,7 +17,7 @@ pub fn softmax_attention_causal_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(q, k, v, true)?;
     let scale = 1.0 / (q.ncols() as f32).sqrt();
-    let mut weights = q.dot(&k.t());
+    let mut weights = finite("Q Kᵀ", q.dot(&k.t()))?;
     for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
         let (mut seen, mut future) = row.view_mut().split_at(Axis(0), t + 1);
         seen.mapv_inplace(|x| x * scale);
@@ -27,7 +27,7 @@ pub fn softmax_attention_causal_f32(
         seen /= total;
         future.fill(0.0); // the future gets weight 0
     }
-    Ok(weights.dot(v))
+    finite("O", weights.dot(v))
 }
 
 /// `linear_attention_parallel` at f32: the masked N × N product.
@@ -39,13 +39,17 @@ pub fn linear_attention_parallel_f32(
     check_qkv(phi_q, phi_k, v, true)?;
     let mut scores = phi_q.dot(&phi_k.t());
     mask_future(&mut scores, 0.0); // the causal mask
-    Ok(weighted_read(&scores, v))
+    weighted_read(&scores, v)
 }
 
 /// (A V) / (A 1): each row of scores A as weights over the rows of V.
-fn weighted_read(scores: &ArrayRef2<f32>, v: &ArrayRef2<f32>) -> Array2<f32> {
-    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
-    scores.dot(v) / denominator
+fn weighted_read(
+    scores: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+) -> Result<Array2<f32>, InputError> {
+    let denominator = scores.sum_axis(Axis(1));
+    normalisers("the row sum of the scores", &denominator)?;
+    finite("O", scores.dot(v) / denominator.insert_axis(Axis(1)))
 }
 
 /// `linear_attention_scores_first` at f32 (non-causal): builds (N, N_k).
@@ -55,7 +59,7 @@ pub fn linear_attention_scores_first_f32(
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, false)?;
-    Ok(weighted_read(&phi_q.dot(&phi_k.t()), v))
+    weighted_read(&phi_q.dot(&phi_k.t()), v)
 }
 
 /// `linear_attention_memory_first` at f32 (non-causal): S and z first.
@@ -66,5 +70,7 @@ pub fn linear_attention_memory_first_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, false)?;
     let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
-    Ok(phi_q.dot(&s.t()) / phi_q.dot(&z).insert_axis(Axis(1)))
+    let denominator = phi_q.dot(&z);
+    normalisers("zᵀφ(q_t)", &denominator)?;
+    finite("O", phi_q.dot(&s.t()) / denominator.insert_axis(Axis(1)))
 }

@@ -3,7 +3,7 @@
 
 use super::{ROWS, row_major, slice, sum_normalise_into};
 use crate::causal::mask_future;
-use crate::input::{InputError, check_chunk};
+use crate::input::{InputError, check_chunk, finite};
 use crate::paper::delta_rule::check_delta;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -109,7 +109,7 @@ pub fn delta_rule_recurrent_f32(
         sum_normalise_into(q_t.iter().copied(), &mut q_bar);
         delta_token_wide(&mut w, &q_bar, &k_bar, v_t, b, y_t);
     }
-    Ok(y)
+    finite("Y", y)
 }
 // ANCHOR_END: delta_rule_recurrent_f32
 
@@ -186,6 +186,6 @@ pub fn delta_rule_chunkwise_f32(
         general_mat_mul(1.0, &scores, &u, 1.0, &mut y_c); // this chunk
         general_mat_mul(1.0, &u.t(), &k_bar, 1.0, &mut w); // W += Uᵀ K̄
     }
-    Ok(y)
+    finite("Y", y)
 }
 // ANCHOR_END: delta_rule_chunkwise_f32

@@ -3,7 +3,9 @@
 
 use super::{ROWS, row_major, slice};
 use crate::causal::mask_future;
-use crate::input::{InputError, check_chunk, check_qkv};
+use crate::input::{
+    InputError, check_chunk, check_qkv, finite, normaliser, normalisers,
+};
 use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
 use ndarray::{Array1, Array2, ArrayRef2, Zip, s};
 
@@ -97,11 +99,13 @@ pub fn linear_attention_recurrent_f32(
     let v_rows = slice(&v_all).chunks_exact(m);
     let mut o = Array2::<f32>::zeros((n, m));
     let o_rows = o.as_slice_mut().expect("a new array").chunks_exact_mut(m);
-    for (((q_t, k_t), v_t), o_t) in q_rows.zip(k_rows).zip(v_rows).zip(o_rows) {
+    let tokens = q_rows.zip(k_rows).zip(v_rows).zip(o_rows).enumerate();
+    for (t, (((q_t, k_t), v_t), o_t)) in tokens {
         let norm = recurrent_token_wide(&mut s, &mut z, q_t, k_t, v_t, o_t);
+        let norm = normaliser("z_tᵀq_t", t, norm)?; // > 0
         o_t.iter_mut().for_each(|o| *o /= norm); // o_t = S_t q / z_tᵀ q
     }
-    Ok(o)
+    finite("O", o)
 }
 // ANCHOR_END: linear_attention_recurrent_f32
 
@@ -140,12 +144,13 @@ pub fn linear_attention_chunkwise_f32(
         Zip::from(&mut norm_c)
             .and(a.rows())
             .for_each(|x, row| *x += row.sum());
+        normalisers("z_tᵀq_t", &norm_c).map_err(|e| e.below(start))?;
         Zip::from(out.rows_mut())
             .and(&norm_c)
             .for_each(|mut o_t, &x| o_t.mapv_inplace(|y| y / x));
         general_mat_mul(1.0, &v_c.t(), &k, 1.0, &mut s); // S += Vᵀ Φ_K
         k.rows().into_iter().for_each(|k_t| z += &k_t); // z += Φ_Kᵀ 1
     }
-    Ok(o)
+    finite("O", o)
 }
 // ANCHOR_END: linear_attention_chunkwise_f32

@@ -4,7 +4,9 @@
 //! Shapes: X: (N, d_model), one token per row; Q, K: (N, d); V: (N, m).
 
 use crate::causal::mask_future;
-use crate::input::{InputError, check_qkv, nonempty_finite, same_cols};
+use crate::input::{
+    InputError, check_qkv, finite, nonempty_finite, normaliser, same_cols,
+};
 use crate::linalg::norm;
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
@@ -57,9 +59,9 @@ impl Projections {
         let rule = "x's width is the projections' d_model";
         same_cols(("x", x), ("w_q", &self.w_q), rule)?;
         Ok(Qkv {
-            q: x.dot(&self.w_q.t()),
-            k: x.dot(&self.w_k.t()),
-            v: x.dot(&self.w_v.t()),
+            q: finite("q", x.dot(&self.w_q.t()))?,
+            k: finite("k", x.dot(&self.w_k.t()))?,
+            v: finite("v", x.dot(&self.w_v.t()))?,
         })
     }
 }
@@ -107,12 +109,12 @@ pub fn softmax_attention(
 ) -> Result<Attention, InputError> {
     check_qkv(q, k, v, mask == Mask::Causal)?;
     let d = q.ncols() as f64;
-    let mut scores = q.dot(&k.t()) / d.sqrt();
+    let mut scores = finite("Q Kᵀ / √d", q.dot(&k.t()) / d.sqrt())?;
     if mask == Mask::Causal {
         mask_future(&mut scores, f64::NEG_INFINITY); // the future gets 0
     }
     let weights = softmax_rows(&scores);
-    let output = weights.dot(v);
+    let output = finite("O", weights.dot(v))?;
     Ok(Attention { weights, output })
 }
 // ANCHOR_END: softmax_attention
@@ -148,9 +150,10 @@ pub fn aligned_probe(
     let read = softmax_attention(&q, k, v, Mask::None)?;
     let weights = read.weights.row(0).to_owned();
     let miss = &read.output.row(0) - &v.row(target);
+    let size = normaliser("‖v_target‖", target, norm(&v.row(target)))?;
     Ok(Probe {
         weight_on_target: weights[target],
-        retrieval_error: norm(&miss) / norm(&v.row(target)),
+        retrieval_error: norm(&miss) / size,
         weights,
     })
 }

@@ -6,7 +6,7 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); feature-mapped queries and
 //! keys φ(Q), φ(K): (N, p). The memory S is (m, p), values by features.
 
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite, normaliser, normalisers};
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Attention, Mask, softmax_rows};
 use crate::m3::cost::group_digits;
@@ -37,11 +37,10 @@ pub fn kernel_attention(
                 0.0
             }
         });
-    for mut row in weights.rows_mut() {
-        let total = row.sum(); // the denominator Σ_j sim(q_t, k_j)
-        row /= total;
+    for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
+        row /= normaliser("Σ_j sim(q_t, k_j)", t, row.sum())?; // > 0
     }
-    let output = weights.dot(v);
+    let output = finite("O", weights.dot(v))?;
     Ok(Attention { weights, output })
 }
 // ANCHOR_END: kernel_attention
@@ -66,8 +65,9 @@ pub fn linear_attention_scores_first(
     check_qkv(phi_q, phi_k, v, false)?;
     let scores = phi_q.dot(&phi_k.t()); // (N, N_k): grows with N
     let numerator = scores.dot(v); // (N, m)
-    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
-    Ok(numerator / denominator)
+    let denominator = scores.sum_axis(Axis(1));
+    normalisers("zᵀφ(q_t)", &denominator)?; // every one > 0
+    finite("O", numerator / denominator.insert_axis(Axis(1)))
 }
 // ANCHOR_END: linear_attention_scores_first
 
@@ -101,8 +101,9 @@ pub fn linear_attention_memory_first(
     check_qkv(phi_q, phi_k, v, false)?;
     let Memory { s, z } = sequence_memory(phi_k, v); // (m, p) and (p)
     let numerator = phi_q.dot(&s.t()); // (N, m)
-    let denominator = phi_q.dot(&z).insert_axis(Axis(1)); // (N, 1)
-    Ok(numerator / denominator)
+    let denominator = phi_q.dot(&z); // (N)
+    normalisers("zᵀφ(q_t)", &denominator)?; // every one > 0
+    finite("O", numerator / denominator.insert_axis(Axis(1)))
 }
 // ANCHOR_END: linear_attention_memory_first
 

@@ -9,7 +9,10 @@
 //! Shapes: v: (N, m); outputs O: (N, m).
 
 use crate::causal::causal_scores;
-use crate::input::{InputError, check_qkv, nonempty_finite, same_rows};
+use crate::input::{
+    InputError, check_qkv, finite, nonempty_finite, normaliser, normalisers,
+    same_rows,
+};
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
 use crate::phi::elu_plus_one;
@@ -51,10 +54,10 @@ pub fn linear_attention_recurrent(
         fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // write
         z += &phi_k.row(t);
         let phi_q_t = phi_q.row(t);
-        let read = s.dot(&phi_q_t) / z.dot(&phi_q_t); // read
-        o.row_mut(t).assign(&read);
+        let den = normaliser("z_tᵀφ(q_t)", t, z.dot(&phi_q_t))?; // > 0
+        o.row_mut(t).assign(&(s.dot(&phi_q_t) / den)); // read
     }
-    Ok(o)
+    finite("O", o)
 }
 // ANCHOR_END: linear_attention_recurrent
 
@@ -70,8 +73,9 @@ pub fn linear_attention_parallel(
     check_qkv(phi_q, phi_k, v, true)?;
     let scores = causal_scores(phi_q, phi_k); // (N, N), N from the input
     let numerator = scores.dot(v); // (N, m)
-    let denominator = scores.sum_axis(Axis(1)).insert_axis(Axis(1));
-    Ok(numerator / denominator)
+    let denominator = scores.sum_axis(Axis(1));
+    normalisers("z_tᵀφ(q_t)", &denominator)?; // every one > 0
+    finite("O", numerator / denominator.insert_axis(Axis(1)))
 }
 // ANCHOR_END: linear_attention_parallel
 
@@ -105,7 +109,7 @@ pub fn fast_weight_loop(
         fast_weight_write(&mut memory, &v.row(t), &k.row(t)); // program
         y.row_mut(t).assign(&memory.dot(&q.row(t))); // run
     }
-    Ok(y)
+    finite("Y", y)
 }
 // ANCHOR_END: fast_weight_loop
 

@@ -9,7 +9,7 @@
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
 
 use crate::causal::causal_scores;
-use crate::input::{InputError, check_chunk, check_qkv};
+use crate::input::{InputError, check_chunk, check_qkv, finite, normalisers};
 use crate::m3::cost::{
     bytes, fixed_state_floats, group_digits, score_matrix_floats,
 };
@@ -38,14 +38,15 @@ pub fn chunk_step(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
-) -> Array2<f64> {
+) -> Result<Array2<f64>, InputError> {
     let scores = causal_scores(phi_q, phi_k); // inside the chunk: (c, c)
     let numerator = phi_q.dot(&memory.s.t()) + scores.dot(v); // (c, m)
     let denominator = phi_q.dot(&memory.z) + scores.sum_axis(Axis(1));
+    normalisers("z_tᵀφ(q_t)", &denominator)?; // every one > 0
     let written = sequence_memory(phi_k, v); // this chunk's writes
     memory.s += &written.s;
     memory.z += &written.z;
-    numerator / denominator.insert_axis(Axis(1))
+    finite("O", numerator / denominator.insert_axis(Axis(1)))
 }
 // ANCHOR_END: chunk_step
 
@@ -70,7 +71,8 @@ pub fn linear_attention_chunkwise(
     for start in (0..n).step_by(chunk) {
         let rows = s![start..(start + chunk).min(n), ..];
         let (q, k) = (phi_q.slice(rows), phi_k.slice(rows));
-        let out = chunk_step(&mut memory, &q, &k, &v.slice(rows));
+        let out = chunk_step(&mut memory, &q, &k, &v.slice(rows))
+            .map_err(|e| e.below(start))?;
         o.slice_mut(rows).assign(&out);
     }
     Ok(o)
@@ -593,7 +595,8 @@ mod tests {
                         &phi_q.slice(rows),
                         &phi_k.slice(rows),
                         &v.slice(rows),
-                    );
+                    )
+                    .unwrap();
                     let prefix = s![..end, ..];
                     let want =
                         sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));

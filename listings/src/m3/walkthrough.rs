@@ -8,7 +8,7 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); φ(q), φ(k): (N, p); the
 //! memory S: (m, p).
 
-use crate::input::{InputError, check_qkv, same_cols};
+use crate::input::{InputError, check_qkv, finite, normalisers, same_cols};
 use crate::m3::delete_softmax::{Memory, sequence_memory};
 use crate::m3::fast_weight_memory::fast_weight_loop;
 use crate::m3::schedules::chunk_step;
@@ -31,8 +31,10 @@ pub fn linear_attention_one_shot(
     check_qkv(q, k, v, false)?;
     let (phi_q, phi_k) = (phi(q), phi(k));
     let Memory { s, z } = sequence_memory(&phi_k, v); // S: (m, p), z: (p)
-    let inverse = phi_q.dot(&z).mapv(|den| 1.0 / (den + eps)); // (N)
-    Ok(phi_q.dot(&s.t()) * &inverse.insert_axis(Axis(1)))
+    let den = phi_q.dot(&z) + eps; // (N)
+    normalisers("φ(q_t)ᵀ Φ_Kᵀ 1 + ε", &den)?; // every one > 0
+    let inverse = den.mapv(|den| 1.0 / den).insert_axis(Axis(1));
+    finite("O", phi_q.dot(&s.t()) * &inverse)
 }
 // ANCHOR_END: linear_attention_one_shot
 
@@ -52,10 +54,11 @@ pub fn causal_linear_attention_product(
     let (phi_q, phi_k) = (phi(q), phi(k));
     let mut z = phi_k.clone(); // row t becomes z_t, a cumulative sum
     z.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
-    let den = (&phi_q * &z).sum_axis(Axis(1)); // z_tᵀφ(q_t): (N)
-    let inverse = den.mapv(|den| 1.0 / (den + eps));
+    let den = (&phi_q * &z).sum_axis(Axis(1)) + eps; // z_tᵀφ(q_t) + ε
+    normalisers("z_tᵀφ(q_t) + ε", &den)?; // every one > 0
+    let inverse = den.mapv(|den| 1.0 / den).insert_axis(Axis(1));
     let numerator = fast_weight_loop(&phi_q, &phi_k, v)?; // S_t φ(q_t)
-    Ok(numerator * &inverse.insert_axis(Axis(1)))
+    finite("O", numerator * &inverse)
 }
 // ANCHOR_END: causal_linear_attention_product
 
@@ -89,7 +92,7 @@ impl FastWeightLayer {
         let s = &self.memory.s;
         same_cols(("phi_k", phi_k), ("S", s), "S is (m, p)")?;
         same_cols(("v", v), ("S transposed", &s.t()), "S is (m, p)")?;
-        Ok(chunk_step(&mut self.memory, phi_q, phi_k, v))
+        chunk_step(&mut self.memory, phi_q, phi_k, v)
     }
 }
 // ANCHOR_END: FastWeightLayer

@@ -7,7 +7,7 @@
 //! Shapes: keys: (n, d), one association per row; values: (n, m); the
 //! memory S = Σ_i v_i k_iᵀ is (m, d).
 
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite, nonzero_rows};
 use crate::linalg::{orthonormal_keys, relative_errors};
 use crate::m3::attention::unit_rows;
 use crate::m3::delete_softmax::sequence_memory;
@@ -26,9 +26,10 @@ pub fn sum_rule_recall(
     values: &ArrayRef2<f64>,
 ) -> Result<Array1<f64>, InputError> {
     check_qkv(keys, keys, values, false)?;
+    nonzero_rows("the norm of a row of values", values)?;
     let memory = sequence_memory(keys, values).s; // S: (m, d)
     let reads = keys.dot(&memory.t()); // row i is (S k_i)ᵀ
-    Ok(relative_errors(&reads, values))
+    finite("the errors", relative_errors(&reads, values))
 }
 // ANCHOR_END: sum_rule_recall
 

@@ -6,7 +6,7 @@
 //! length; values are random unit vectors in ℝ^m (m = [`M`]). Shapes:
 //! keys: (n, d), mapped keys: (n, p), values: (n, m), memory W: (m, p).
 
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite, nonzero_rows};
 use crate::linalg::relative_errors;
 use crate::m3::attention::unit_rows;
 use crate::m3::delete_softmax::{RANK_TOL, numerical_rank};
@@ -53,13 +53,17 @@ pub fn delta_rule_recall(
     passes: usize,
 ) -> Result<Array1<f64>, InputError> {
     check_qkv(keys, keys, values, false)?;
+    nonzero_rows("the norm of a row of values", values)?;
     let mut memory = Array2::zeros((values.ncols(), keys.ncols()));
     for _ in 0..passes {
         for (k, v) in keys.rows().into_iter().zip(values.rows()) {
             delta_rule_step(&mut memory, &k, &v, 1.0);
         }
     }
-    Ok(relative_errors(&keys.dot(&memory.t()), values))
+    finite(
+        "the errors",
+        relative_errors(&keys.dot(&memory.t()), values),
+    )
 }
 // ANCHOR_END: delta_rule_recall
 

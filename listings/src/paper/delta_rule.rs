@@ -11,7 +11,8 @@
 use crate::causal::causal_scores;
 use crate::input::same_rows;
 use crate::input::{
-    Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
+    Entry, InputError, check_chunk, check_qkv, finite, nonempty_finite,
+    positive_row_sums, same_cols,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::phi::map_rows;
@@ -105,19 +106,22 @@ pub fn delta_rule_recurrent(
         let q_bar = sum_normalise(&phi_q.row(t));
         output.row_mut(t).assign(&memory.dot(&q_bar)); // read
     }
+    let (output, memory) = (finite("Y", output)?, finite("W", memory)?);
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_recurrent
 
-/// The checks of the delta-rule layers: those of a causal read, and one
-/// finite write strength per token.
-pub(crate) fn check_delta<T: Entry>(
+/// The checks of the delta-rule layers: those of a causal read, feature
+/// rows with positive sums, and one finite write strength per token.
+pub(crate) fn check_delta<T: Entry + ndarray::LinalgScalar>(
     phi_q: &ArrayRef2<T>,
     phi_k: &ArrayRef2<T>,
     v: &ArrayRef2<T>,
     beta: &ArrayRef1<T>,
 ) -> Result<(), InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
+    positive_row_sums("the row sum of phi_k", phi_k)?;
+    positive_row_sums("the row sum of phi_q", phi_q)?;
     let beta = beta.view().insert_axis(Axis(1)); // (N, 1)
     nonempty_finite("beta", &beta)?;
     same_rows(("k", phi_k), ("beta", &beta), "one write strength per key")
@@ -178,6 +182,7 @@ pub fn delta_rule_chunkwise(
         output.slice_mut(s![start..end, ..]).assign(&y);
         memory += &u.t().dot(&k); // W ← W_0 + Uᵀ K̄
     }
+    let (output, memory) = (finite("Y", output)?, finite("W", memory)?);
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_chunkwise

@@ -7,7 +7,7 @@
 //! W: (m, d), written with v kᵀ and run on a query as W q.
 
 use crate::causal::causal_scores;
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite};
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Mask, Projections, Qkv};
 use crate::m3::delete_softmax::kernel_attention;
@@ -38,7 +38,7 @@ pub fn fast_weight_programmer_with(
         w.mapv_inplace(&sigma); // σ, entry by entry
         y.row_mut(t).assign(&w.dot(&q.row(t))); // run the fast net
     }
-    Ok(y)
+    finite("Y", y)
 }
 // ANCHOR_END: fast_weight_programmer_with
 
@@ -53,7 +53,7 @@ pub fn attention_without_softmax(
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(q, k, v, true)?;
     let scores = causal_scores(q, k); // (N, N): k_jᵀ q_t, none on the future
-    Ok(scores.dot(v))
+    finite("Y", scores.dot(v))
 }
 // ANCHOR_END: attention_without_softmax
 

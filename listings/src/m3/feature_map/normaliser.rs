@@ -6,12 +6,12 @@
 //!
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m).
 
-use crate::input::{InputError, nonempty_finite, same_cols, same_rows};
-use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::input::{InputError, finite, nonempty_finite, same_cols, same_rows};
+use crate::m3::fast_weight_memory::fast_weight_loop;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use crate::table::Table;
-use ndarray::{Array1, Array2, ArrayRef2};
+use ndarray::{Array1, Array2, ArrayRef2, Axis};
 use std::fmt;
 
 // ANCHOR: causal_denominators
@@ -31,7 +31,7 @@ pub fn causal_denominators(
             z += &k; // z_t = z_{t−1} + φ(k_t)
             z.dot(&q)
         });
-    Ok(denominators.collect())
+    finite("z_tᵀφ(q_t)", denominators.collect())
 }
 // ANCHOR_END: causal_denominators
 
@@ -78,7 +78,9 @@ pub struct NormaliserRow {
 }
 
 /// Run every candidate map over random q, k: (n, d) and v: (n, d), seeds
-/// 0..seeds, through the recurrent form of causal linear attention.
+/// 0..seeds, and read causally without a guard: S_t φ(q_t) from the
+/// fast-weight loop over z_tᵀφ(q_t), the division the recurrent form makes
+/// (bit for bit) but refuses when the denominator is not above zero.
 pub fn normaliser_study(n: usize, d: usize, seeds: u64) -> NormaliserStudy {
     let rows = CANDIDATES
         .iter()
@@ -103,8 +105,9 @@ pub fn normaliser_study(n: usize, d: usize, seeds: u64) -> NormaliserStudy {
                 row.negative += den.iter().filter(|&&x| x < 0.0).count();
                 row.zero += den.iter().filter(|&&x| x == 0.0).count();
                 row.reads += den.len();
-                let o = linear_attention_recurrent(&phi_q, &phi_k, &v)
+                let numerator = fast_weight_loop(&phi_q, &phi_k, &v)
                     .expect("q, k and v have one shape");
+                let o = numerator / den.insert_axis(Axis(1));
                 tally_outputs(&o, &v, &mut row);
             }
             row
@@ -176,7 +179,9 @@ impl fmt::Display for NormaliserStudy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::m3::fast_weight_memory::linear_attention_parallel;
+    use crate::m3::fast_weight_memory::{
+        linear_attention_parallel, linear_attention_recurrent,
+    };
     use approx::assert_relative_eq;
     use ndarray::array;
 
@@ -252,10 +257,15 @@ mod tests {
         let phi = candidate("identity");
         let den = causal_denominators(&phi(&q), &phi(&k)).unwrap();
         assert_eq!(den, array![1.0, 0.0]);
+        // Unguarded, the second read is infinite; both forms refuse it.
+        let numerator = fast_weight_loop(&phi(&q), &phi(&k), &v).unwrap();
+        assert!((&numerator.row(1) / den[1]).iter().all(|x| x.is_infinite()));
         for form in [linear_attention_recurrent, linear_attention_parallel] {
-            let o = form(&phi(&q), &phi(&k), &v).unwrap();
-            assert_eq!(o.row(0), v.row(0));
-            assert!(o.row(1).iter().all(|x| x.is_infinite()));
+            let err = form(&phi(&q), &phi(&k), &v).unwrap_err();
+            assert!(
+                matches!(err, InputError::NonPositive { at: 1, .. }),
+                "{err}"
+            );
         }
         // elu+1 on the same sequence: a positive denominator, an average.
         let phi = candidate("elu+1");
@@ -273,9 +283,10 @@ mod tests {
         let phi = candidate("relu");
         let den = causal_denominators(&phi(&q), &phi(&k)).unwrap();
         assert_eq!(den[1], 0.0);
-        let o = linear_attention_recurrent(&phi(&q), &phi(&k), &v).unwrap();
-        assert!(o.row(0).iter().all(|x| x.is_finite()));
-        assert!(o.row(1).iter().all(|x| x.is_nan()));
+        let err = linear_attention_recurrent(&phi(&q), &phi(&k), &v);
+        assert!(matches!(err, Err(InputError::NonPositive { at: 1, .. })));
+        let unguarded = fast_weight_loop(&phi(&q), &phi(&k), &v).unwrap();
+        assert!(unguarded.row(1).iter().all(|&x| x == 0.0)); // 0 / 0: NaN
         // An ε in the denominator turns 0 / 0 into 0 / ε = 0: finite, and
         // no average of the values either.
         let numerator = crate::m3::fast_weight_memory::fast_weight_loop(

@@ -6,7 +6,7 @@
 //! Shapes: keys k: (n, d), values v: (n, m); feature-mapped keys
 //! φ(K): (n, p); the memory S: (m, p).
 
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, normaliser};
 use crate::linalg::norm;
 use crate::linalg::relative_errors;
 use crate::m3::attention::{Mask, softmax_attention};
@@ -47,9 +47,9 @@ pub fn recall_probe(
     q.row_mut(n - 1).assign(&(&k.row(target) * gain));
     let softmax = softmax_attention(&q, k, v, Mask::Causal)?.output;
     let linear = causal_linear_attention(&q, k, v, phi)?;
-    let error = |o: &Array2<f64>| {
-        norm(&(&o.row(n - 1) - &v.row(target))) / norm(&v.row(target))
-    };
+    let size = normaliser("‖v_target‖", target, norm(&v.row(target)))?;
+    let error =
+        |o: &Array2<f64>| norm(&(&o.row(n - 1) - &v.row(target))) / size;
     Ok(Recall {
         softmax: error(&softmax),
         linear: error(&linear),
@@ -191,6 +191,7 @@ pub fn read_back(
     v: &ArrayRef2<f64>,
     gain: f64,
 ) -> Result<Array2<f64>, InputError> {
+    check_qkv(k, k, v, false)?;
     let q = k * gain;
     match (map.features(&q), map.features(k)) {
         (Some(phi_q), Some(phi_k)) => {

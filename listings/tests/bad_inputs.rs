@@ -1,0 +1,564 @@
+//! Every listing that takes data, fed random bad inputs: NaN, ±∞, huge
+//! but finite entries (whose products overflow), all-zero and negative
+//! rows (normalisers at or below zero), wrong shapes, empty sequences and
+//! chunk size 0. Each call must return Ok with only finite numbers or a
+//! clear `InputError`; never a panic, never a NaN.
+//!
+//! The cases come from a seeded generator, so a failure names a case that
+//! can be replayed; each test also checks that both outcomes occur, so it
+//! cannot pass by rejecting everything or by never meeting a bad input.
+
+use listings::fast::{
+    baselines::{
+        linear_attention_memory_first_f32, linear_attention_parallel_f32,
+        linear_attention_scores_first_f32, softmax_attention_causal_f32,
+    },
+    delta_rule::{delta_rule_chunkwise_f32, delta_rule_recurrent_f32},
+    linear_attention::{
+        linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
+    },
+};
+use listings::input::InputError;
+use listings::m3::attention::{
+    Attention, Mask, Projections, aligned_probe, softmax_attention,
+};
+use listings::m3::delete_softmax::{
+    kernel_attention, linear_attention_memory_first,
+    linear_attention_scores_first, softmax_kernel,
+};
+use listings::m3::fast_weight_memory::{
+    causal_linear_attention, fast_weight_loop, fast_weight_programmer,
+    linear_attention_parallel, linear_attention_recurrent,
+};
+use listings::m3::feature_map::normaliser::causal_denominators;
+use listings::m3::feature_map::recall::{Map, read_back, recall_probe};
+use listings::m3::schedules::linear_attention_chunkwise;
+use listings::m3::walkthrough::{
+    FastWeightLayer, causal_linear_attention_product, linear_attention_one_shot,
+};
+use listings::paper::capacity::sum_rule_recall;
+use listings::paper::capacity_sweep::delta_rule_recall;
+use listings::paper::delta_rule::{
+    delta_rule_chunkwise, delta_rule_recurrent, write_strength,
+};
+use listings::paper::fwp::{
+    attention_without_softmax, fast_weight_programmer_with, linearised_softmax,
+};
+use listings::phi::{FeatureMap, elu_plus_one};
+use ndarray::{Array1, Array2, ArrayRef2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// One call's inputs, in f64; `Case::f32` rounds them for the fast forms.
+#[derive(Clone, Debug)]
+struct Case {
+    label: String,
+    q: Array2<f64>,
+    k: Array2<f64>,
+    v: Array2<f64>,
+    beta: Array1<f64>,
+    chunk: usize,
+    target: usize,
+}
+
+/// The largest finite number of the type under test, and a "huge" one:
+/// finite, but its square overflows.
+#[derive(Clone, Copy)]
+struct Range {
+    max: f64,
+    huge: f64,
+}
+
+const F64: Range = Range {
+    max: f64::MAX,
+    huge: 1e160,
+};
+const F32: Range = Range {
+    max: f32::MAX as f64,
+    huge: 1e20,
+};
+
+const CASES: u64 = 400;
+
+/// The seeded cases: clean inputs (positive ones half the time, so that
+/// linear attention has something to read), then one kind of damage.
+fn cases(range: Range) -> impl Iterator<Item = Case> {
+    (0..CASES).map(move |seed| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = rng.random_range(0..=6);
+        let d = rng.random_range(0..=4);
+        let m = rng.random_range(0..=3);
+        let positive = rng.random_bool(0.5);
+        let draw = |rows: usize, cols: usize, rng: &mut ChaCha8Rng| {
+            Array2::from_shape_fn((rows, cols), |_| {
+                let x: f64 = rng.random_range(-2.0..2.0);
+                if positive { x.abs() + 0.1 } else { x }
+            })
+        };
+        let (nk, dk, nv) = match rng.random_range(0..10) {
+            0 => (n + 1, d, n),
+            1 => (n, d + 1, n),
+            2 => (n, d, n + 1),
+            _ => (n, d, n),
+        };
+        let mut q = draw(n, d, &mut rng);
+        let mut k = draw(nk, dk, &mut rng);
+        let mut v = draw(nv, m.max(1), &mut rng);
+        let mut beta =
+            Array1::from_shape_fn(nk, |_| rng.random_range(0.0..1.0));
+        let chunk = rng.random_range(0..=4);
+        let target = rng.random_range(0..=n);
+        let damage = rng.random_range(0..10);
+        let which = rng.random_range(0..3);
+        let label = match damage {
+            0 => "clean".to_string(),
+            1 | 2 => {
+                let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
+                    [rng.random_range(0..3)];
+                let a = operand(which, &mut q, &mut k, &mut v);
+                if !a.is_empty() {
+                    let at = (
+                        rng.random_range(0..a.nrows()),
+                        rng.random_range(0..a.ncols()),
+                    );
+                    a[at] = special;
+                }
+                format!("{special} in operand {which}")
+            }
+            3 => {
+                q *= range.huge;
+                k *= range.huge;
+                "huge q and k".to_string()
+            }
+            4 => {
+                v *= range.max / 2.0;
+                k *= range.huge;
+                "huge v and k".to_string()
+            }
+            5 => {
+                let a = operand(which, &mut q, &mut k, &mut v);
+                if a.nrows() > 0 {
+                    let row = rng.random_range(0..a.nrows());
+                    a.row_mut(row).fill(0.0);
+                }
+                format!("a zero row in operand {which}")
+            }
+            6 => {
+                q.mapv_inplace(|x| -x.abs());
+                k.mapv_inplace(|x| x.abs());
+                "negative q, positive k".to_string()
+            }
+            7 => {
+                beta.mapv_inplace(|b| b * range.huge);
+                "huge beta".to_string()
+            }
+            8 => {
+                q.fill(range.max);
+                k.fill(range.max);
+                v.fill(range.max);
+                "every entry the largest finite number".to_string()
+            }
+            _ => {
+                if !beta.is_empty() {
+                    beta[0] = f64::NAN;
+                }
+                "NaN in beta".to_string()
+            }
+        };
+        let label = format!(
+            "case {seed}: q {:?}, k {:?}, v {:?}, chunk {chunk}, \
+             target {target}, {label}",
+            q.dim(),
+            k.dim(),
+            v.dim()
+        );
+        Case {
+            label,
+            q,
+            k,
+            v,
+            beta,
+            chunk,
+            target,
+        }
+    })
+}
+
+/// Operand 0, 1 or 2: q, k or v.
+fn operand<'a>(
+    which: usize,
+    q: &'a mut Array2<f64>,
+    k: &'a mut Array2<f64>,
+    v: &'a mut Array2<f64>,
+) -> &'a mut Array2<f64> {
+    match which {
+        0 => q,
+        1 => k,
+        _ => v,
+    }
+}
+
+/// Only finite numbers in a result.
+trait AllFinite {
+    fn all_finite(&self) -> bool;
+}
+
+impl AllFinite for Array2<f64> {
+    fn all_finite(&self) -> bool {
+        self.iter().all(|x| x.is_finite())
+    }
+}
+
+impl AllFinite for Array2<f32> {
+    fn all_finite(&self) -> bool {
+        self.iter().all(|x| x.is_finite())
+    }
+}
+
+impl AllFinite for Array1<f64> {
+    fn all_finite(&self) -> bool {
+        self.iter().all(|x| x.is_finite())
+    }
+}
+
+impl AllFinite for Attention {
+    fn all_finite(&self) -> bool {
+        self.weights.all_finite() && self.output.all_finite()
+    }
+}
+
+/// Run `f` on every case: Ok and finite, or a clear error; never a panic.
+/// Both outcomes must occur.
+fn never_nan_nor_panic<R: AllFinite>(
+    range: Range,
+    f: impl Fn(&Case) -> Result<R, InputError>,
+) {
+    let (mut ok, mut err) = (0, 0);
+    for case in cases(range) {
+        match catch_unwind(AssertUnwindSafe(|| f(&case))) {
+            Err(_) => panic!("{}: the listing panicked", case.label),
+            Ok(Ok(r)) => {
+                assert!(r.all_finite(), "{}: Ok with a NaN or ±∞", case.label);
+                ok += 1;
+            }
+            Ok(Err(e)) => {
+                let msg = e.to_string();
+                assert!(msg.len() > 20, "{}: unclear error {msg}", case.label);
+                err += 1;
+            }
+        }
+    }
+    assert!(ok > 10 && err > 10, "{ok} Ok and {err} errors");
+}
+
+fn f32s(a: &Array2<f64>) -> Array2<f32> {
+    a.mapv(|x| x as f32)
+}
+
+fn elu(x: &ArrayRef2<f64>) -> Array2<f64> {
+    elu_plus_one(x)
+}
+
+fn identity(x: &ArrayRef2<f64>) -> Array2<f64> {
+    x.to_owned()
+}
+
+/// Projections from d_model = the width of q to d = m = 2, the same for
+/// every case.
+fn slow(d_model: usize) -> Projections {
+    let w = |rows| {
+        Array2::from_shape_fn((rows, d_model), |(i, j)| {
+            ((i * 7 + j * 3) % 5) as f64 / 5.0 - 0.4
+        })
+    };
+    Projections {
+        w_q: w(2),
+        w_k: w(2),
+        w_v: w(2),
+    }
+}
+
+// Chapter "Attention, from scratch".
+
+#[test]
+fn softmax_attention_never_returns_nan_nor_panics() {
+    for mask in [Mask::None, Mask::Causal] {
+        never_nan_nor_panic(F64, |c| softmax_attention(&c.q, &c.k, &c.v, mask));
+    }
+}
+
+#[test]
+fn projections_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| {
+        let qkv = slow(4).project(&c.q)?;
+        Ok(ndarray::concatenate![ndarray::Axis(1), qkv.q, qkv.k, qkv.v])
+    });
+}
+
+#[test]
+fn aligned_probe_never_returns_nan_nor_panics() {
+    never_nan_nor_panic(F64, |c| {
+        let p = aligned_probe(&c.k, &c.v, c.target, 3.0)?;
+        let all = [p.weight_on_target, p.retrieval_error];
+        Ok(Array1::from_iter(p.weights.iter().copied().chain(all)))
+    });
+}
+
+// Chapter "Delete the softmax".
+
+#[test]
+fn kernel_attention_never_returns_nan_nor_panics() {
+    let dot_kernel =
+        |a: &ndarray::ArrayRef1<f64>, b: &ndarray::ArrayRef1<f64>| a.dot(b);
+    for mask in [Mask::None, Mask::Causal] {
+        never_nan_nor_panic(F64, |c| {
+            kernel_attention(&c.q, &c.k, &c.v, mask, softmax_kernel)
+        });
+        never_nan_nor_panic(F64, |c| {
+            kernel_attention(&c.q, &c.k, &c.v, mask, dot_kernel)
+        });
+    }
+}
+
+#[test]
+fn noncausal_linear_attention_never_returns_nan_nor_panics() {
+    never_nan_nor_panic(F64, |c| {
+        linear_attention_scores_first(&c.q, &c.k, &c.v)
+    });
+    never_nan_nor_panic(F64, |c| {
+        linear_attention_memory_first(&c.q, &c.k, &c.v)
+    });
+}
+
+// Chapter "That matrix is the fast-weight memory".
+
+#[test]
+fn causal_linear_attention_never_returns_nan_nor_panics() {
+    never_nan_nor_panic(F64, |c| linear_attention_recurrent(&c.q, &c.k, &c.v));
+    never_nan_nor_panic(F64, |c| linear_attention_parallel(&c.q, &c.k, &c.v));
+    for phi in [elu, identity] {
+        never_nan_nor_panic(F64, |c| {
+            causal_linear_attention(&c.q, &c.k, &c.v, phi)
+        });
+    }
+}
+
+#[test]
+fn fast_weight_loop_and_programmer_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| fast_weight_loop(&c.q, &c.k, &c.v));
+    never_nan_nor_panic(F64, |c| fast_weight_programmer(&c.q, &slow(4)));
+}
+
+// Chapter "The feature map φ".
+
+#[test]
+fn denominators_and_recall_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| {
+        Ok(causal_denominators(&c.q, &c.k)?.insert_axis(ndarray::Axis(1)))
+    });
+    never_nan_nor_panic(F64, |c| {
+        let r = recall_probe(&c.k, &c.v, c.target, 3.0, elu)?;
+        Ok(ndarray::array![r.softmax, r.linear])
+    });
+    for map in [
+        Map::Softmax,
+        Map::Phi(FeatureMap::EluPlusOne),
+        Map::Phi(FeatureMap::Dpfp(1)),
+    ] {
+        never_nan_nor_panic(F64, |c| read_back(map, &c.k, &c.v, 3.0));
+    }
+}
+
+// Chapter "Two faces of one computation".
+
+#[test]
+fn chunkwise_form_never_returns_nan_nor_panics() {
+    never_nan_nor_panic(F64, |c| {
+        linear_attention_chunkwise(&c.q, &c.k, &c.v, c.chunk)
+    });
+}
+
+// Chapter "Code walkthrough".
+
+#[test]
+fn production_forms_never_return_nan_nor_panic() {
+    for eps in [0.0, 1e-6] {
+        never_nan_nor_panic(F64, |c| {
+            linear_attention_one_shot(&c.q, &c.k, &c.v, elu, eps)
+        });
+        never_nan_nor_panic(F64, |c| {
+            linear_attention_one_shot(&c.q, &c.k, &c.v, identity, eps)
+        });
+        never_nan_nor_panic(F64, |c| {
+            causal_linear_attention_product(&c.q, &c.k, &c.v, identity, eps)
+        });
+    }
+    never_nan_nor_panic(F64, |c| {
+        let mut layer = FastWeightLayer::new(c.q.ncols(), c.v.ncols());
+        let first = layer.segment(&c.q, &c.k, &c.v)?;
+        let again = layer.segment(&c.q, &c.k, &c.v)?; // continues the state
+        Ok(ndarray::concatenate![ndarray::Axis(0), first, again])
+    });
+}
+
+// Part II: the fast-weight programmer, capacity, the delta rule.
+
+#[test]
+fn paper_fwp_listings_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| attention_without_softmax(&c.q, &c.k, &c.v));
+    never_nan_nor_panic(F64, |c| linearised_softmax(&c.q, &c.k, &c.v));
+    never_nan_nor_panic(F64, |c| {
+        fast_weight_programmer_with(&c.q, &slow(4), |w| w.tanh())
+    });
+    never_nan_nor_panic(F64, |c| {
+        fast_weight_programmer_with(&c.q, &slow(4), |w| w)
+    });
+}
+
+#[test]
+fn capacity_listings_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| sum_rule_recall(&c.k, &c.v));
+    never_nan_nor_panic(F64, |c| delta_rule_recall(&c.k, &c.v, c.chunk));
+}
+
+#[test]
+fn delta_rule_listings_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F64, |c| {
+        Ok(delta_rule_recurrent(&c.q, &c.k, &c.v, &c.beta)?.output)
+    });
+    never_nan_nor_panic(F64, |c| {
+        Ok(delta_rule_chunkwise(&c.q, &c.k, &c.v, &c.beta, c.chunk)?.output)
+    });
+    never_nan_nor_panic(F64, |c| {
+        let w_beta = Array1::from_elem(c.k.ncols(), 0.5); // may not fit q
+        Ok(write_strength(&c.q, &w_beta)?.insert_axis(ndarray::Axis(1)))
+    });
+}
+
+// Appendix E: the f32 forms.
+
+#[test]
+fn fast_f32_forms_never_return_nan_nor_panic() {
+    let f = |c: &Case| [f32s(&c.q), f32s(&c.k), f32s(&c.v)];
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        softmax_attention_causal_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        linear_attention_parallel_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        linear_attention_scores_first_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        linear_attention_memory_first_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        linear_attention_recurrent_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        linear_attention_chunkwise_f32(&q, &k, &v, c.chunk)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        let beta = c.beta.mapv(|b| b as f32);
+        delta_rule_recurrent_f32(&q, &k, &v, &beta)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        let beta = c.beta.mapv(|b| b as f32);
+        delta_rule_chunkwise_f32(&q, &k, &v, &beta, c.chunk)
+    });
+}
+
+// The cases the issue names, one by one, with the words of the error.
+
+fn running_example(scale: f64) -> [Array2<f64>; 3] {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut draw =
+        || Array2::from_shape_fn((12, 8), |_| rng.random_range(-1.0..1.0));
+    [draw() * scale, draw() * scale, draw()]
+}
+
+#[test]
+fn huge_finite_queries_and_keys_are_an_overflow_not_a_nan() {
+    let [q, k, v] = running_example(1e160);
+    let err = softmax_attention(&q, &k, &v, Mask::Causal).err().unwrap();
+    assert!(err.to_string().contains("overflow: Q Kᵀ / √d"), "{err}");
+    let [phi_q, phi_k] = [elu_plus_one(&q), elu_plus_one(&k)];
+    for err in [
+        linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap_err(),
+        linear_attention_parallel(&phi_q, &phi_k, &v).unwrap_err(),
+        linear_attention_chunkwise(&phi_q, &phi_k, &v, 4).unwrap_err(),
+        causal_linear_attention(&q, &k, &v, elu).unwrap_err(),
+    ] {
+        let msg = err.to_string();
+        assert!(msg.starts_with("overflow") && msg.contains("z_t"), "{msg}");
+    }
+    // At ordinary scales the same calls succeed.
+    let [q, k, v] = running_example(1.0);
+    assert!(softmax_attention(&q, &k, &v, Mask::Causal).is_ok());
+    assert!(linear_attention_chunkwise(&elu(&q), &elu(&k), &v, 4).is_ok());
+}
+
+#[test]
+fn a_feature_map_that_is_not_positive_is_refused_by_causal_reads() {
+    // The identity keeps negative features: some normaliser z_tᵀφ(q_t)
+    // falls to zero or below, and every form says where.
+    let [q, k, v] = running_example(1.0);
+    for result in [
+        causal_linear_attention(&q, &k, &v, identity),
+        linear_attention_parallel(&q, &k, &v),
+        linear_attention_chunkwise(&q, &k, &v, 5),
+        causal_linear_attention_product(&q, &k, &v, identity, 0.0),
+    ] {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, InputError::NonPositive { .. }),
+            "{err}: a non-positive divisor"
+        );
+    }
+    let f = |a: &Array2<f64>| f32s(a);
+    let err = linear_attention_recurrent_f32(&f(&q), &f(&k), &f(&v));
+    assert!(matches!(err, Err(InputError::NonPositive { .. })));
+    let err = linear_attention_chunkwise_f32(&f(&q), &f(&k), &f(&v), 5);
+    assert!(matches!(err, Err(InputError::NonPositive { .. })));
+}
+
+#[test]
+fn a_feature_row_without_a_positive_sum_is_an_error_at_f64_and_f32() {
+    let [q, k, v] = running_example(1.0);
+    let (phi_q, mut phi_k) = (elu(&q), elu(&k));
+    phi_k.row_mut(5).fill(0.0); // a key with no feature switched on
+    let beta = Array1::from_elem(12, 0.5);
+    let want = |err: InputError| {
+        assert_eq!(
+            err,
+            InputError::NonPositive {
+                name: "the row sum of phi_k",
+                at: 5,
+                value: 0.0
+            }
+        );
+    };
+    want(
+        delta_rule_recurrent(&phi_q, &phi_k, &v, &beta)
+            .err()
+            .unwrap(),
+    );
+    want(
+        delta_rule_chunkwise(&phi_q, &phi_k, &v, &beta, 4)
+            .err()
+            .unwrap(),
+    );
+    let (q32, k32, v32) = (f32s(&phi_q), f32s(&phi_k), f32s(&v));
+    let b32 = beta.mapv(|b| b as f32);
+    want(delta_rule_recurrent_f32(&q32, &k32, &v32, &b32).unwrap_err());
+    want(delta_rule_chunkwise_f32(&q32, &k32, &v32, &b32, 4).unwrap_err());
+}
