@@ -20,6 +20,8 @@ use std::fmt;
 pub enum Timed {
     /// `softmax_attention_causal_f32`.
     Softmax,
+    /// `softmax_attention_tiled_f32`: counted by its useful work only.
+    SoftmaxTiled,
     /// `linear_attention_parallel_f32`.
     Parallel,
     /// `linear_attention_recurrent_f32`.
@@ -49,6 +51,10 @@ pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
         Timed::Softmax | Timed::Parallel | Timed::ScoresFirst => {
             2.0 * n * n * (p + m)
         }
+        // The useful work only, the half the mask leaves: N(N + 1)/2
+        // scores (2p each) and their reads (2m each). The blocks it skips
+        // are not counted, nor the masked half of a diagonal block.
+        Timed::SoftmaxTiled => n * (n + 1.0) * (p + m),
         // Per token: the write of S (2pm) and the read S φ(q) (2pm).
         Timed::Recurrent => 4.0 * n * p * m,
         // S = Vᵀ Φ_K (2Npm), then Φ_Q Sᵀ (2Npm).
