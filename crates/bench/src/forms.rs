@@ -271,3 +271,31 @@ pub fn find<'a>(rows: &'a [Row], form: &str, d: usize, n: usize) -> &'a Row {
         .find(|r| r.form == form && r.d == d && r.n == n)
         .expect("every form runs at every size")
 }
+
+/// The two softmax forms of the targets, alone, at (d, N): the rows of a
+/// run of the softmax baseline only.
+pub fn time_softmax(d: usize, n: usize) -> Vec<Row> {
+    let [q, k, v] = random_inputs(2, n, d, d).map(|a| to_f32(&a));
+    let (q, k, v) = (&q, &k, &v);
+    let mut rows = Vec::new();
+    let mut add = |form, f: &mut dyn FnMut()| {
+        let timing = time(f);
+        let gflops = flops(form, n, d, 0) / timing.median / 1e9;
+        rows.push(Row {
+            form,
+            causal: true,
+            d,
+            n,
+            chunk: 0,
+            timing: Some(timing),
+            gflops,
+        });
+    };
+    add("softmax tiled", &mut || {
+        black_box(softmax_attention_tiled_f32(q, k, v).unwrap());
+    });
+    add("softmax (causal)", &mut || {
+        black_box(softmax_attention_causal_f32(q, k, v).unwrap());
+    });
+    rows
+}

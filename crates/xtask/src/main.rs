@@ -12,6 +12,8 @@
 //!                     rewrite listings/data/retrieval.tsv
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; table + JSON in target/bench/
+//! cargo xtask bench crossover   softmax against linear attention, prefill
+//!                     and decode; rewrites listings/data/crossover.tsv
 //! ```
 
 use std::process::ExitCode;
@@ -37,7 +39,11 @@ const USAGE: &str =
   bench   time every schedule of the book at f32 on one thread (release
           mode, about a minute and a half) beside this machine's f32
           matrix-multiply throughput; prints a table and the target
-          ratios, and writes target/bench/latest.json";
+          ratios, the decode table and where linear attention starts to
+          win, and writes target/bench/latest.json
+  bench crossover  only the softmax targets, the decode table and the
+          crossover lengths (a few minutes); rewrites
+          listings/data/crossover.tsv, which Appendix E's figure reads";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -88,7 +94,17 @@ fn retrieval() -> Result<(), Failure> {
 }
 
 fn bench() -> Result<(), Failure> {
-    release_binary("benchmarking every schedule", "bench")
+    match std::env::args().nth(2).as_deref() {
+        None => release_binary("benchmarking every schedule", "bench", &[]),
+        Some("crossover") => release_binary(
+            "timing softmax against linear attention, prefill and decode",
+            "bench",
+            &["crossover"],
+        ),
+        Some(other) => Err(Failure(format!(
+            "unknown bench `{other}` (none, or crossover)\n\n{USAGE}"
+        ))),
+    }
 }
 
 /// Run one of `listings`' examples in release mode, announcing `what`.
@@ -110,13 +126,18 @@ fn release_example(what: &str, example: &str) -> Result<(), Failure> {
 }
 
 /// Run the binary crate `package` in release mode, announcing `what`.
-fn release_binary(what: &str, package: &str) -> Result<(), Failure> {
+fn release_binary(
+    what: &str,
+    package: &str,
+    args: &[&str],
+) -> Result<(), Failure> {
     xtask::step(&format!("{what} (cargo run --release -p {package})"));
-    run(
-        "cargo",
-        &["run", "--release", "--quiet", "--package", package],
-        &root(),
-    )
+    let mut all = vec!["run", "--release", "--quiet", "--package", package];
+    if !args.is_empty() {
+        all.push("--");
+        all.extend(args);
+    }
+    run("cargo", &all, &root())
 }
 
 fn serve() -> Result<(), Failure> {

@@ -5,7 +5,7 @@
 //! reserved, so that the benchmark times the step and not the allocator.
 
 use super::linear_attention::recurrent_token_f32;
-use super::softmax::{exp_minus_sum, largest};
+use super::softmax::{exp2_minus_sum, largest};
 
 in_widest_vectors! {
     /// `cache_read` in the widest vectors this CPU has.
@@ -81,6 +81,14 @@ impl KvCacheF32 {
         cache_read_wide(keys, values, q, &mut self.scores, out);
     }
 
+    /// Append k and v without a read: the keys and values of a prompt
+    /// whose outputs are not needed.
+    pub fn push(&mut self, k: &[f32], v: &[f32]) {
+        check_widths(k, k, v, self.d, self.m);
+        self.keys.extend_from_slice(k);
+        self.values.extend_from_slice(v);
+    }
+
     /// Tokens cached.
     pub fn len(&self) -> usize {
         self.keys.len() / self.d
@@ -114,11 +122,11 @@ pub fn cache_read(
     out: &mut [f32],
 ) {
     let (d, m) = (q.len(), out.len());
-    let scale = 1.0 / (d as f32).sqrt();
+    let scale = std::f32::consts::LOG2_E / (d as f32).sqrt(); // base 2
     for (s, k_j) in scores.iter_mut().zip(keys.chunks_exact(d)) {
         *s = dot(k_j, q) * scale;
     }
-    let total = exp_minus_sum(scores, largest(scores)); // e^(s − max s)
+    let total = exp2_minus_sum::<false>(scores, largest(scores));
     out.fill(0.0);
     for (&w, v_j) in scores.iter().zip(values.chunks_exact(m)) {
         let w = w / total;

@@ -223,6 +223,8 @@ fn bad_f32_input_is_an_input_error() {
         delta_rule_recurrent_f32(&q, &k, &v, &beta.slice(s![..4])).unwrap_err();
     assert!(err.to_string().contains("one write strength"), "{err}");
     let err = softmax_attention_causal_f32(&short, &k, &v).unwrap_err();
+    let odd = softmax_attention_blocks_f32(&k, &k, &v, 3, 7).unwrap_err();
+    assert!(odd.to_string().contains("keys"), "{odd}");
     assert!(err.to_string().contains("one key per query"), "{err}");
     let err = linear_attention_parallel_f32(&q, &k, &short).unwrap_err();
     assert!(err.to_string().contains("one value"), "{err}");
@@ -239,17 +241,17 @@ fn bad_f32_input_is_an_input_error() {
 #[test]
 fn tiled_softmax_f32_equals_the_tiled_f64_form() {
     use crate::m3::cost::softmax_attention_tiled;
-    // Lengths on both sides of the query block (64) and the key block
-    // (256), so that partial blocks and partial diagonals are met.
+    // Lengths on both sides of the query block (256) and the key block
+    // (512), so that partial blocks and partial diagonals are met.
     for seed in 0..3 {
         for (n, d, m) in [
             (1, 4, 3),
             (7, 3, 5),
-            (63, 16, 8),
-            (65, 16, 8),
-            (256, 64, 16),
-            (257, 32, 64),
-            (700, 64, 64),
+            (255, 16, 8),
+            (257, 16, 8),
+            (512, 64, 16),
+            (513, 32, 64),
+            (1100, 64, 64),
         ] {
             let mut rng = seeded(seed * 1000 + n as u64);
             let [q, k, v] = [d, d, m].map(|w| randn(&mut rng, n, w));
@@ -258,6 +260,15 @@ fn tiled_softmax_f32_equals_the_tiled_f64_form() {
             let fast = softmax_attention_tiled_f32(&q32, &k32, &v32).unwrap();
             let e = gap(&fast, &book);
             assert!(e < 1e-4, "seed {seed}, N {n}, d {d}: {e}");
+            // Other block sizes: one query, blocks that do not divide N,
+            // blocks longer than N.
+            for (queries, keys) in [(1, 1), (1, 3), (3, 6), (8, 32), (64, 64)] {
+                let fast = softmax_attention_blocks_f32(
+                    &q32, &k32, &v32, queries, keys,
+                );
+                let e = gap(&fast.unwrap(), &book);
+                assert!(e < 1e-4, "{queries} × {keys}, N {n}: {e}");
+            }
         }
     }
 }
@@ -336,6 +347,13 @@ fn the_cache_grows_by_one_token_per_step_while_the_state_stays_fixed() {
     let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(9).to_vec());
     again.step(&q_t, &k_t, &v_t, &mut second);
     assert_eq!(first, second);
+    // A prompt pushed without reads leaves the cache the steps leave.
+    let mut pushed = KvCacheF32::new(d, m, 0);
+    for t in 0..9 {
+        pushed.push(&k.row(t).to_vec(), &v.row(t).to_vec());
+    }
+    pushed.step(&q_t, &k_t, &v_t, &mut second);
+    assert_eq!(first, second);
 }
 
 #[test]
@@ -343,4 +361,17 @@ fn the_cache_grows_by_one_token_per_step_while_the_state_stays_fixed() {
 fn a_decode_step_of_the_wrong_width_names_both_widths() {
     let mut cache = KvCacheF32::new(4, 2, 1);
     cache.step(&[0.0; 3], &[0.0; 3], &[0.0; 2], &mut [0.0; 2]);
+}
+
+#[test]
+fn the_vectorised_exp2_is_accurate_to_f32() {
+    for i in 0..=200_000 {
+        let x = -126.0 * i as f32 / 200_000.0;
+        let want = 2f64.powf(x as f64);
+        for got in [exp2::<false>(x), exp2::<true>(x)] {
+            let e = (got as f64 - want).abs() / want;
+            assert!(e < 2e-7, "2^{x}: {got} vs {want} ({e})");
+        }
+    }
+    assert!(exp2::<false>(-1e30) <= 1.2e-38);
 }
