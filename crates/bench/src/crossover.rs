@@ -24,9 +24,9 @@ pub const WIDTHS: [usize; 2] = [64, 128];
 pub fn prefill_lengths() -> impl Iterator<Item = usize> {
     (6..=14).map(|e| 1 << e)
 }
-/// Decode cache lengths: 16 to 65536, doubling.
+/// Decode cache lengths: 1 to 65536, doubling.
 pub fn decode_lengths() -> impl Iterator<Item = usize> {
-    (4..=16).map(|e| 1 << e)
+    (0..=16).map(|e| 1 << e)
 }
 /// The N × N softmax (1 GiB of scores at 16384) runs up to this length;
 /// the tiled form beats it well before.

@@ -6,6 +6,7 @@ use crate::threads::Scaling;
 use listings::measure::Machine;
 use std::fmt::Write as _;
 
+#[allow(clippy::too_many_arguments)] // one argument per part of the file
 pub fn to_json(
     machine: &Machine,
     ceiling: f64,

@@ -200,7 +200,7 @@ pub fn setting2() -> String {
     let content = ["elu+1", "dpfp-1", "dpfp-2", "favor-64"]
         .into_iter()
         .map(|phi| {
-            let s = format!("{phi}");
+            let s = phi.to_string();
             let d = format!("{phi}/delta");
             let mut curves = Vec::new();
             if phi != "favor-64" {

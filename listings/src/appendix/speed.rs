@@ -538,6 +538,17 @@ impl fmt::Display for Crossover {
     }
 }
 
+impl CrossoverData {
+    /// Softmax's time over linear attention's at the longest length
+    /// measured, for one phase and width, and that length.
+    pub fn margin_at_longest(&self, phase: Phase, d: usize) -> (usize, f64) {
+        let soft = self.best(phase, Family::Softmax, d);
+        let linear = self.best(phase, Family::Linear, d);
+        let (s, l) = (soft[soft.len() - 1], linear[linear.len() - 1]);
+        (s.0, s.2 / l.2)
+    }
+}
+
 impl fmt::Display for CrossoverData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -548,15 +559,20 @@ impl fmt::Display for CrossoverData {
         let mut table = Table::new()
             .left("run", 8)
             .right("d", 4)
-            .right("linear faster from N =", 22);
+            .right("linear faster from N =", 22)
+            .right("longest N", 10)
+            .right("linear faster there by", 23);
         for d in self.widths() {
             for (phase, name) in
                 [(Phase::Prefill, "prefill"), (Phase::Decode, "decode")]
             {
+                let (n, margin) = self.margin_at_longest(phase, d);
                 table.row([
                     name.to_string(),
                     d.to_string(),
                     self.crossover(phase, d).to_string(),
+                    n.to_string(),
+                    format!("{margin:.1}×"),
                 ]);
             }
         }
@@ -651,5 +667,120 @@ mod tests {
         let (first, last) = (&study.rows[0], &study.rows[study.rows.len() - 1]);
         assert!(last.recurrent > first.recurrent, "{study}");
         assert!(last.chunkwise > first.chunkwise, "{study}");
+    }
+
+    #[test]
+    fn crossover_interpolates_where_the_time_ratio_crosses_one() {
+        // Softmax a N², linear b N: they meet at N = b / a exactly, and the
+        // log-log interpolation is exact on power laws.
+        let (a, b) = (1e-9, 3e-7);
+        let points: Vec<(f64, f64, f64)> = (4..12)
+            .map(|e| {
+                let n = (1u64 << e) as f64;
+                (n, a * n * n, b * n)
+            })
+            .collect();
+        let Crossover::At(n) = crossover(&points) else {
+            panic!("{:?}", crossover(&points));
+        };
+        assert!((n / 300.0 - 1.0).abs() < 1e-9, "{n}");
+        // Linear faster everywhere, or nowhere.
+        assert_eq!(crossover(&points[6..]), Crossover::Below(1024.0));
+        assert_eq!(crossover(&points[..3]), Crossover::Above(64.0));
+    }
+
+    #[test]
+    fn the_committed_crossover_file_records_both_families_at_every_length() {
+        let data = CrossoverData::committed();
+        assert!(!data.machine.is_empty() && data.date.len() == 10);
+        assert!(data.command.starts_with("cargo xtask bench"));
+        assert_eq!(data.widths(), [64, 128]);
+        assert_eq!(CrossoverData::parse(&data.to_tsv()), Ok(data.clone()));
+        for d in [64, 128] {
+            for phase in [Phase::Prefill, Phase::Decode] {
+                let soft = data.best(phase, Family::Softmax, d);
+                let linear = data.best(phase, Family::Linear, d);
+                let ns = |b: &[(usize, &str, f64)]| {
+                    b.iter().map(|b| b.0).collect::<Vec<_>>()
+                };
+                assert_eq!(ns(&soft), ns(&linear));
+                assert!(soft.len() >= 8, "{phase:?}, d = {d}");
+                assert!(soft.iter().all(|b| b.2 > 0.0 && b.2.is_finite()));
+            }
+        }
+    }
+
+    #[test]
+    fn the_kv_cache_grows_with_every_token_and_the_state_does_not() {
+        // The bytes the bench recorded: t (d + m) floats of 4 for the
+        // cache, (m d + d) floats of 4 for the state, at every t.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for (t, _, _) in data.best(Phase::Decode, Family::Softmax, d) {
+                let cache = data.decoder_bytes(Family::Softmax, d, t);
+                let state = data.decoder_bytes(Family::Linear, d, t);
+                assert_eq!(cache, t * 2 * d * 4);
+                assert_eq!(state, (d * d + d) * 4);
+            }
+        }
+    }
+
+    #[test]
+    fn linear_attention_wins_from_a_crossover_length_by_a_growing_margin() {
+        // In the recorded run, for both widths and both phases, the time
+        // ratio crosses 1 inside the lengths measured, and linear attention
+        // stays the faster family at every longer length.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for phase in [Phase::Prefill, Phase::Decode] {
+                let at = data.crossover(phase, d);
+                let Crossover::At(n) = at else {
+                    panic!("{phase:?}, d = {d}: {at:?}");
+                };
+                let soft = data.best(phase, Family::Softmax, d);
+                let linear = data.best(phase, Family::Linear, d);
+                for (s, l) in soft.iter().zip(&linear) {
+                    if s.0 as f64 > n {
+                        assert!(l.2 < s.2, "{phase:?}, d = {d}, N = {}", s.0);
+                    }
+                }
+                // And the margin grows: largest at the longest length.
+                let margins: Vec<f64> =
+                    soft.iter().zip(&linear).map(|(s, l)| s.2 / l.2).collect();
+                let last = margins[margins.len() - 1];
+                assert!(margins.iter().all(|&m| m <= last), "{margins:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_softmax_decode_step_grows_with_t_and_the_linear_step_does_not() {
+        // From the shortest cache to the longest (a factor 4096 in t): the
+        // softmax step's time grows by over a thousand times, the linear
+        // step's by less than a factor of 2 either way.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            let soft = data.best(Phase::Decode, Family::Softmax, d);
+            let linear = data.best(Phase::Decode, Family::Linear, d);
+            let (first, last) = (soft[0], soft[soft.len() - 1]);
+            assert!(last.0 / first.0 >= 4096);
+            assert!(last.2 / first.2 > 1000.0, "d = {d}: {soft:?}");
+            let (lo, hi) = linear
+                .iter()
+                .fold((f64::MAX, 0.0f64), |a, b| (a.0.min(b.2), a.1.max(b.2)));
+            assert!(hi / lo < 2.0, "d = {d}: {linear:?}");
+        }
+    }
+
+    #[test]
+    fn the_tiled_form_is_the_faster_softmax_from_n_1024_on() {
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for (n, form, _) in data.best(Phase::Prefill, Family::Softmax, d) {
+                if n >= 1024 {
+                    assert_eq!(form, "softmax tiled", "d = {d}, N = {n}");
+                }
+            }
+        }
     }
 }

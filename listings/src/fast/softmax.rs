@@ -161,7 +161,7 @@ pub fn exp2<const FMA: bool>(x: f32) -> f32 {
         9.618_129e-3,
         5.550_411e-2,
         0.240_226_5,
-        0.693_147_2, // ln 2
+        std::f32::consts::LN_2,
     ];
     let x = x.max(-126.0);
     let rounded = x + ROUND;
