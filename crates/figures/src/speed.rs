@@ -109,20 +109,24 @@ pub fn speed_crossover_figure() -> String {
             SVGBackend::with_string(&mut svg, (640, 860)).into_drawing_area();
         let (top, rest) = root.split_vertically(380);
         let (bottom, below) = rest.split_vertically(400);
-        for (area, phase, x_desc, y_desc, scale) in [
+        for (area, phase, x_desc, y_desc, scale, x_name, legend) in [
             (
                 &top,
                 Phase::Prefill,
                 "sequence length N",
                 "ms per sequence",
                 1e3,
+                "N",
+                SeriesLabelPosition::UpperLeft,
             ),
             (
                 &bottom,
                 Phase::Decode,
-                "tokens t already in the context",
+                "tokens t in the cache, the new one included",
                 "µs per generated token",
                 1e6,
+                "t",
+                SeriesLabelPosition::UpperLeft,
             ),
         ] {
             let mut lines = Vec::new();
@@ -153,12 +157,19 @@ pub fn speed_crossover_figure() -> String {
                 10f64.powf(lo.log10().floor()),
                 10f64.powf(hi.log10().ceil()),
             );
+            // Each crossover: a short vertical mark through the linear
+            // line where the two families meet.
             for (d, style) in data.widths().into_iter().zip([4, 1]) {
                 if let Crossover::At(n) = data.crossover(phase, d) {
+                    let linear = data.best(phase, Family::Linear, d);
+                    let at = linear.iter().find(|b| b.0 as f64 >= n);
+                    let y_at = at.map_or(y.0, |b| b.2 * scale);
                     lines.push(Line {
-                        name: format!("linear faster from N ≈ {n:.0}, d = {d}"),
+                        name: format!(
+                            "linear faster from {x_name} ≈ {n:.0}, d = {d}"
+                        ),
                         style,
-                        points: vec![(n, y.0 * 1.5), (n, y.1 / 1.5)],
+                        points: vec![(n, y_at / 6.0), (n, y_at * 6.0)],
                     });
                 }
             }
@@ -170,7 +181,7 @@ pub fn speed_crossover_figure() -> String {
                 x_desc,
                 y_desc,
             };
-            panel(area, &axes, &lines, SeriesLabelPosition::UpperLeft);
+            panel(area, &axes, &lines, legend);
         }
         let style = ("sans-serif", 13).into_font().color(&BLACK);
         let notes = [
