@@ -532,7 +532,7 @@ impl fmt::Display for Crossover {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Crossover::Below(n) => write!(f, "below {n:.0}"),
-            Crossover::At(n) => write!(f, "{n:.0}"),
+            Crossover::At(n) => write!(f, "≈ {n:.0}"),
             Crossover::Above(n) => write!(f, "above {n:.0}"),
         }
     }
@@ -553,25 +553,27 @@ impl fmt::Display for CrossoverData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "measured {} on {}, one thread, f32\n({})",
+            "measured {} on {}, one thread, f32\n({})\nprefill: a sequence \
+             of N tokens; decode: one token with t in the cache",
             self.date, self.machine, self.command
         )?;
         let mut table = Table::new()
             .left("run", 8)
             .right("d", 4)
-            .right("linear faster from N =", 22)
-            .right("longest N", 10)
+            .right("linear faster from", 19)
+            .right("longest", 10)
             .right("linear faster there by", 23);
         for d in self.widths() {
-            for (phase, name) in
-                [(Phase::Prefill, "prefill"), (Phase::Decode, "decode")]
-            {
+            for (phase, name, x) in [
+                (Phase::Prefill, "prefill", "N"),
+                (Phase::Decode, "decode", "t"),
+            ] {
                 let (n, margin) = self.margin_at_longest(phase, d);
                 table.row([
                     name.to_string(),
                     d.to_string(),
-                    self.crossover(phase, d).to_string(),
-                    n.to_string(),
+                    format!("{x} {}", self.crossover(phase, d)),
+                    format!("{x} = {n}"),
                     format!("{margin:.1}×"),
                 ]);
             }
@@ -612,7 +614,11 @@ impl fmt::Display for DecodeTable<'_> {
                 ) as u64),
             ]);
         }
-        write!(f, "d = m = {d}, one token after t others, f32\n{table}")
+        write!(
+            f,
+            "d = m = {d}, f32: one generated token with t tokens in the \
+             cache, itself included\n{table}"
+        )
     }
 }
 
