@@ -37,7 +37,7 @@ const USAGE: &str =
           every core, about a quarter of an hour on two cores) and rewrite
           listings/data/retrieval.tsv, which the book's figures read
   bench   time every schedule of the book at f32 on one thread (release
-          mode, about a minute and a half) beside this machine's f32
+          mode, about three minutes) beside this machine's f32
           matrix-multiply throughput; prints a table and the target
           ratios, the decode table and where linear attention starts to
           win, and writes target/bench/latest.json
