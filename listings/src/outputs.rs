@@ -240,6 +240,17 @@ pub const ALL: &[Output] = &[
         run: || crate::studies::measured_chunk_sizes().to_string(),
     },
     Output {
+        name: "speed-crossover",
+        run: || crate::appendix::speed::CrossoverData::committed().to_string(),
+    },
+    Output {
+        name: "speed-decode",
+        run: || {
+            let data = crate::appendix::speed::CrossoverData::committed();
+            crate::appendix::speed::DecodeTable(&data, 64).to_string()
+        },
+    },
+    Output {
         name: "speed-delta-arithmetic",
         run: || crate::appendix::speed::delta_arithmetic().to_string(),
     },

@@ -10,8 +10,9 @@
 
 use listings::fast::{
     linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
-    random_inputs, to_f32,
+    random_inputs, softmax_attention_tiled_f32, to_f32,
 };
+use listings::m3::cost::softmax_attention_tiled;
 use listings::m3::fast_weight_memory::{
     linear_attention_parallel, linear_attention_recurrent,
 };
@@ -196,4 +197,35 @@ fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
     let float = std::mem::size_of::<f64>();
     let state = |n: usize, u: Usage| u.peak_extra - n * m * float;
     assert_eq!(state(n1, u1), state(n2, u2), "{seen:?}");
+}
+
+#[test]
+fn tiled_softmax_peak_memory_grows_linearly_in_n() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m) = (16, 8);
+    // The f32 form: beyond its output O: (N, m) and its scaled copy of Q:
+    // (N, d), the same bytes at every N (one block of scores and the
+    // matrix products' packing buffers), far below N × N scores.
+    let extra: Vec<(usize, usize)> = [1024, 2048, 4096, 8192]
+        .into_iter()
+        .map(|n| {
+            let [q, k, v] = random_inputs(4, n, d, m).map(|a| to_f32(&a));
+            let used = usage(|| softmax_attention_tiled_f32(&q, &k, &v));
+            (n, used.peak_extra - n * (m + d) * FLOAT)
+        })
+        .collect();
+    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    assert!(extra[0].1 < 1024 * 1024 * FLOAT / 4, "{extra:?}");
+    // The f64 teaching form: beyond O, its temporaries are blocks.
+    let float = std::mem::size_of::<f64>();
+    let extra: Vec<(usize, usize)> = [512, 1024, 2048]
+        .into_iter()
+        .map(|n| {
+            let [q, k, v] = random_inputs(5, n, d, m);
+            let used = usage(|| softmax_attention_tiled(&q, &k, &v, 64));
+            (n, used.peak_extra - n * m * float)
+        })
+        .collect();
+    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    assert!(extra[0].1 < 512 * 512 * float / 4, "{extra:?}");
 }

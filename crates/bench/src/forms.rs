@@ -10,7 +10,7 @@ use listings::fast::{
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
     linear_attention_parallel_f32, linear_attention_recurrent_f32,
     linear_attention_scores_first_f32, random_inputs,
-    softmax_attention_causal_f32, to_f32,
+    softmax_attention_causal_f32, softmax_attention_tiled_f32, to_f32,
 };
 use listings::ndarray::Array1;
 use listings::paper::delta_rule::delta_rule_recurrent;
@@ -33,6 +33,7 @@ pub const CHUNKS: [usize; 6] = [8, 16, 32, 64, 128, 256];
 pub fn flops(form: &str, n: usize, d: usize, chunk: usize) -> f64 {
     let timed = match form {
         "softmax (causal)" => Timed::Softmax,
+        "softmax tiled" => Timed::SoftmaxTiled,
         "parallel N×N" => Timed::Parallel,
         "recurrent" => Timed::Recurrent,
         "chunkwise" => Timed::Chunkwise,
@@ -165,6 +166,9 @@ pub fn time_forms(
             add("softmax (causal)", true, small, &mut || {
                 black_box(softmax_attention_causal_f32(q, k, v).unwrap());
             });
+            add("softmax tiled", true, true, &mut || {
+                black_box(softmax_attention_tiled_f32(q, k, v).unwrap());
+            });
             add("parallel N×N", true, small, &mut || {
                 black_box(linear_attention_parallel_f32(q, k, v).unwrap());
             });
@@ -253,7 +257,8 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
     let _ = write!(
         out,
         "(nc) non-causal. GFLOP/s counts every product a form computes, the \
-         masked half of a score matrix included. C: the chunk size measured \
+         masked half of a score matrix included, except for softmax \
+         tiled, which counts its useful work (the unmasked half) only. C: the chunk size measured \
          fastest at N = 4096. Skipped: the N×N forms above N = 4096 at \
          d = 32 (seconds per call, 1 GiB of scores), and the f64 listing of \
          the delta rule (the book's form, for reference) at d = 32."
@@ -265,4 +270,32 @@ pub fn find<'a>(rows: &'a [Row], form: &str, d: usize, n: usize) -> &'a Row {
     rows.iter()
         .find(|r| r.form == form && r.d == d && r.n == n)
         .expect("every form runs at every size")
+}
+
+/// The two softmax forms of the targets, alone, at (d, N): the rows of a
+/// run of the softmax baseline only.
+pub fn time_softmax(d: usize, n: usize) -> Vec<Row> {
+    let [q, k, v] = random_inputs(2, n, d, d).map(|a| to_f32(&a));
+    let (q, k, v) = (&q, &k, &v);
+    let mut rows = Vec::new();
+    let mut add = |form, f: &mut dyn FnMut()| {
+        let timing = time(f);
+        let gflops = flops(form, n, d, 0) / timing.median / 1e9;
+        rows.push(Row {
+            form,
+            causal: true,
+            d,
+            n,
+            chunk: 0,
+            timing: Some(timing),
+            gflops,
+        });
+    };
+    add("softmax tiled", &mut || {
+        black_box(softmax_attention_tiled_f32(q, k, v).unwrap());
+    });
+    add("softmax (causal)", &mut || {
+        black_box(softmax_attention_causal_f32(q, k, v).unwrap());
+    });
+    rows
 }

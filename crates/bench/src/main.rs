@@ -11,6 +11,7 @@
 //! One module per group of rows: `forms` (the schedules), `threads` (thread
 //! scaling); `targets` holds what the numbers must reach, one table.
 
+mod crossover;
 mod forms;
 mod json;
 mod targets;
@@ -59,6 +60,9 @@ fn main() {
     let ceiling_points = ceiling();
     let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
     eprintln!("matmul ceiling: {first:.1} GFLOP/s ({ceiling_points:?})");
+    if std::env::args().nth(1).as_deref() == Some("crossover") {
+        return softmax_baseline(ceiling_points, started);
+    }
 
     let (chunk_for, chunk_times) = choose_chunks();
     let (rows, allocations) = time_forms(&chunk_for, started);
@@ -85,6 +89,10 @@ fn main() {
         "trainer targets (ratios of this run):\n{}",
         targets::trainer_targets(&trainer, ceiling)
     );
+    let crossover = crossover::measure("cargo xtask bench");
+    println!("{}", crossover::render(&crossover));
+    let written = write_crossover(&crossover, false);
+    println!("wrote {written}");
     let json = to_json(
         &machine,
         ceiling,
@@ -108,4 +116,42 @@ fn main() {
          in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `cargo xtask bench crossover`: the softmax targets, the decode table and
+/// the crossover lengths only, and the committed file rewritten.
+fn softmax_baseline(mut ceiling_points: Vec<(usize, f64)>, started: Instant) {
+    let (d, n) = targets::AT;
+    let rows = forms::time_softmax(d, n);
+    let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    eprintln!("{}", render_table(&rows, first));
+    let data = crossover::measure("cargo xtask bench crossover");
+    ceiling_points.extend(timing::ceiling());
+    let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
+    println!("{}", render_table(&rows, ceiling));
+    println!("{}", targets(&rows, ceiling, &[]));
+    println!("{}", crossover::render(&data));
+    println!("wrote {}", write_crossover(&data, true));
+    println!("in {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// Write the crossover measurements to target/bench/crossover.tsv, and
+/// over listings/data/crossover.tsv if `commit`; returns what was written.
+fn write_crossover(
+    data: &listings::appendix::speed::CrossoverData,
+    commit: bool,
+) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("target/bench");
+    std::fs::create_dir_all(&dir).expect("target/bench can be made");
+    let tsv = data.to_tsv();
+    std::fs::write(dir.join("crossover.tsv"), &tsv).expect("TSV written");
+    if commit {
+        let committed = root.join("listings/data/crossover.tsv");
+        std::fs::write(committed, &tsv).expect("TSV written");
+        "target/bench/crossover.tsv and listings/data/crossover.tsv".into()
+    } else {
+        "target/bench/crossover.tsv".into()
+    }
 }

@@ -84,6 +84,10 @@ pub const ALL: &[Figure] = &[
         name: "speed-chunk-size",
         render: speed::speed_chunk_size_figure,
     },
+    Figure {
+        name: "speed-crossover",
+        render: speed::speed_crossover_figure,
+    },
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

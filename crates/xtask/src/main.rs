@@ -12,6 +12,8 @@
 //!                     rewrite listings/data/retrieval.tsv
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; table + JSON in target/bench/
+//! cargo xtask bench crossover   softmax against linear attention, prefill
+//!                     and decode; rewrites listings/data/crossover.tsv
 //! ```
 
 use std::process::ExitCode;
@@ -35,10 +37,14 @@ const USAGE: &str =
           scale (release mode, every core, under an hour on two cores) and
           rewrite listings/data/retrieval.tsv, which the book's figures read
   bench   time every schedule of the book at f32 on one thread (release
-          mode, about two minutes) beside this machine's f32
+          mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer
           beside its f64 reference; prints tables and the target ratios,
-          and writes target/bench/latest.json";
+          the decode table and where linear attention starts to win, and
+          writes target/bench/latest.json
+  bench crossover  only the softmax targets, the decode table and the
+          crossover lengths (a few minutes); rewrites
+          listings/data/crossover.tsv, which Appendix E's figure reads";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -89,7 +95,17 @@ fn retrieval() -> Result<(), Failure> {
 }
 
 fn bench() -> Result<(), Failure> {
-    release_binary("benchmarking every schedule", "bench")
+    match std::env::args().nth(2).as_deref() {
+        None => release_binary("benchmarking every schedule", "bench", &[]),
+        Some("crossover") => release_binary(
+            "timing softmax against linear attention, prefill and decode",
+            "bench",
+            &["crossover"],
+        ),
+        Some(other) => Err(Failure(format!(
+            "unknown bench `{other}` (none, or crossover)\n\n{USAGE}"
+        ))),
+    }
 }
 
 /// Run one of `listings`' examples in release mode, announcing `what`.
@@ -111,13 +127,18 @@ fn release_example(what: &str, example: &str) -> Result<(), Failure> {
 }
 
 /// Run the binary crate `package` in release mode, announcing `what`.
-fn release_binary(what: &str, package: &str) -> Result<(), Failure> {
+fn release_binary(
+    what: &str,
+    package: &str,
+    args: &[&str],
+) -> Result<(), Failure> {
     xtask::step(&format!("{what} (cargo run --release -p {package})"));
-    run(
-        "cargo",
-        &["run", "--release", "--quiet", "--package", package],
-        &root(),
-    )
+    let mut all = vec!["run", "--release", "--quiet", "--package", package];
+    if !args.is_empty() {
+        all.push("--");
+        all.extend(args);
+    }
+    run("cargo", &all, &root())
 }
 
 fn serve() -> Result<(), Failure> {

@@ -20,6 +20,8 @@ use std::fmt;
 pub enum Timed {
     /// `softmax_attention_causal_f32`.
     Softmax,
+    /// `softmax_attention_tiled_f32`: counted by its useful work only.
+    SoftmaxTiled,
     /// `linear_attention_parallel_f32`.
     Parallel,
     /// `linear_attention_recurrent_f32`.
@@ -49,6 +51,10 @@ pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
         Timed::Softmax | Timed::Parallel | Timed::ScoresFirst => {
             2.0 * n * n * (p + m)
         }
+        // The useful work only, the half the mask leaves: N(N + 1)/2
+        // scores (2p each) and their reads (2m each). The blocks it skips
+        // are not counted, nor the masked half of a diagonal block.
+        Timed::SoftmaxTiled => n * (n + 1.0) * (p + m),
         // Per token: the write of S (2pm) and the read S φ(q) (2pm).
         Timed::Recurrent => 4.0 * n * p * m,
         // S = Vᵀ Φ_K (2Npm), then Φ_Q Sᵀ (2Npm).
@@ -310,6 +316,312 @@ impl ChunkSizeStudy {
     }
 }
 
+/// Which of the two runs a measurement times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A whole sequence of N tokens at once (training, or reading a prompt).
+    Prefill,
+    /// One generated token after N earlier ones.
+    Decode,
+}
+
+/// Which family of attention a form belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Softmax,
+    Linear,
+}
+
+/// One form timed at one width and length, as the bench records it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub phase: Phase,
+    pub family: Family,
+    pub form: String,
+    pub d: usize,
+    pub n: usize,
+    /// Median thread CPU seconds per call (per step, for decoding).
+    pub seconds: f64,
+    /// Bytes the decoder keeps (the KV cache or the state); 0 for prefill.
+    pub bytes: usize,
+}
+
+/// The measurements of `cargo xtask bench crossover`, with where, when and
+/// how they were made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CrossoverData {
+    pub machine: String,
+    pub date: String,
+    pub command: String,
+    pub rows: Vec<Measured>,
+}
+
+/// The file the bench writes and the book reads; the build never re-times.
+pub const CROSSOVER_TSV: &str = include_str!("../../data/crossover.tsv");
+
+const HEADER: &str = "phase\tfamily\tform\td\tn\tseconds\tbytes";
+
+impl CrossoverData {
+    /// The committed measurements of `listings/data/crossover.tsv`.
+    pub fn committed() -> CrossoverData {
+        CrossoverData::parse(CROSSOVER_TSV)
+            .expect("listings/data/crossover.tsv is well formed")
+    }
+
+    /// The file's text: three comment lines, a header, a row per form.
+    pub fn to_tsv(&self) -> String {
+        let mut out = format!(
+            "# machine: {}\n# date: {}\n# command: {}\n{HEADER}\n",
+            self.machine, self.date, self.command
+        );
+        for r in &self.rows {
+            let phase = match r.phase {
+                Phase::Prefill => "prefill",
+                Phase::Decode => "decode",
+            };
+            let family = match r.family {
+                Family::Softmax => "softmax",
+                Family::Linear => "linear",
+            };
+            out += &format!(
+                "{phase}\t{family}\t{}\t{}\t{}\t{:.6e}\t{}\n",
+                r.form, r.d, r.n, r.seconds, r.bytes
+            );
+        }
+        out
+    }
+
+    /// Read the text `to_tsv` writes.
+    pub fn parse(text: &str) -> Result<CrossoverData, String> {
+        let mut lines = text.lines();
+        let mut comment = |key: &str| {
+            let line = lines.next().unwrap_or_default();
+            line.strip_prefix(&format!("# {key}: "))
+                .map(str::to_string)
+                .ok_or(format!("expected `# {key}: …`, found `{line}`"))
+        };
+        let (machine, date, command) =
+            (comment("machine")?, comment("date")?, comment("command")?);
+        if lines.next() != Some(HEADER) {
+            return Err(format!("expected the header `{HEADER}`"));
+        }
+        let rows = lines
+            .map(|line| {
+                let f: Vec<&str> = line.split('\t').collect();
+                let bad = || format!("bad row `{line}`");
+                let [phase, family, form, d, n, seconds, bytes] = f[..] else {
+                    return Err(bad());
+                };
+                Ok(Measured {
+                    phase: match phase {
+                        "prefill" => Phase::Prefill,
+                        "decode" => Phase::Decode,
+                        _ => return Err(bad()),
+                    },
+                    family: match family {
+                        "softmax" => Family::Softmax,
+                        "linear" => Family::Linear,
+                        _ => return Err(bad()),
+                    },
+                    form: form.to_string(),
+                    d: d.parse().map_err(|_| bad())?,
+                    n: n.parse().map_err(|_| bad())?,
+                    seconds: seconds.parse().map_err(|_| bad())?,
+                    bytes: bytes.parse().map_err(|_| bad())?,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(CrossoverData {
+            machine,
+            date,
+            command,
+            rows,
+        })
+    }
+
+    /// The widths measured, in the order of the file.
+    pub fn widths(&self) -> Vec<usize> {
+        let mut ds: Vec<usize> = self.rows.iter().map(|r| r.d).collect();
+        ds.dedup();
+        ds
+    }
+
+    /// For one phase, family and width: (N, the fastest form's name and
+    /// seconds) at each length measured, in increasing N.
+    pub fn best(
+        &self,
+        phase: Phase,
+        family: Family,
+        d: usize,
+    ) -> Vec<(usize, &str, f64)> {
+        let mut best: Vec<(usize, &str, f64)> = Vec::new();
+        for r in self
+            .rows
+            .iter()
+            .filter(|r| r.phase == phase && r.family == family && r.d == d)
+        {
+            match best.iter_mut().find(|b| b.0 == r.n) {
+                Some(b) if r.seconds < b.2 => *b = (r.n, &r.form, r.seconds),
+                Some(_) => {}
+                None => best.push((r.n, &r.form, r.seconds)),
+            }
+        }
+        best.sort_by_key(|b| b.0);
+        best
+    }
+
+    /// Where linear attention starts to win, for one phase and width.
+    pub fn crossover(&self, phase: Phase, d: usize) -> Crossover {
+        let soft = self.best(phase, Family::Softmax, d);
+        let linear = self.best(phase, Family::Linear, d);
+        let points: Vec<(f64, f64, f64)> = soft
+            .iter()
+            .filter_map(|s| {
+                let l = linear.iter().find(|l| l.0 == s.0)?;
+                Some((s.0 as f64, s.2, l.2))
+            })
+            .collect();
+        crossover(&points)
+    }
+
+    /// Bytes a decoder of this family keeps after t tokens (recorded).
+    pub fn decoder_bytes(&self, family: Family, d: usize, t: usize) -> usize {
+        let r = self.rows.iter().find(|r| {
+            r.phase == Phase::Decode
+                && r.family == family
+                && r.d == d
+                && r.n == t
+        });
+        r.map_or(0, |r| r.bytes)
+    }
+}
+
+/// The length at which linear attention becomes the faster family.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Crossover {
+    /// Linear is already faster at the shortest length measured.
+    Below(f64),
+    /// The lengths where the time ratio crosses 1, interpolated on
+    /// log-log axes between the two measured lengths around it.
+    At(f64),
+    /// Softmax is still faster at the longest length measured.
+    Above(f64),
+}
+
+// ANCHOR: crossover
+/// The first length at which linear attention's time drops below
+/// softmax's for good, from (N, softmax seconds, linear seconds) in
+/// increasing N: log(linear/softmax) is taken as a straight line in log N
+/// between the last length where softmax wins and the next.
+pub fn crossover(points: &[(f64, f64, f64)]) -> Crossover {
+    let log_ratio = |&(n, s, l): &(f64, f64, f64)| (n.ln(), (l / s).ln());
+    let last_soft = points.iter().rposition(|p| p.2 >= p.1);
+    match last_soft {
+        None => Crossover::Below(points.first().map_or(0.0, |p| p.0)),
+        Some(i) if i + 1 == points.len() => Crossover::Above(points[i].0),
+        Some(i) => {
+            let ((x0, y0), (x1, y1)) =
+                (log_ratio(&points[i]), log_ratio(&points[i + 1]));
+            Crossover::At((x0 + (0.0 - y0) * (x1 - x0) / (y1 - y0)).exp())
+        }
+    }
+}
+// ANCHOR_END: crossover
+
+impl fmt::Display for Crossover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Crossover::Below(n) => write!(f, "below {n:.0}"),
+            Crossover::At(n) => write!(f, "≈ {n:.0}"),
+            Crossover::Above(n) => write!(f, "above {n:.0}"),
+        }
+    }
+}
+
+impl CrossoverData {
+    /// Softmax's time over linear attention's at the longest length
+    /// measured, for one phase and width, and that length.
+    pub fn margin_at_longest(&self, phase: Phase, d: usize) -> (usize, f64) {
+        let soft = self.best(phase, Family::Softmax, d);
+        let linear = self.best(phase, Family::Linear, d);
+        let (s, l) = (soft[soft.len() - 1], linear[linear.len() - 1]);
+        (s.0, s.2 / l.2)
+    }
+}
+
+impl fmt::Display for CrossoverData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "measured {} on {}, one thread, f32\n({})\nprefill: a sequence \
+             of N tokens; decode: one token with t in the cache",
+            self.date, self.machine, self.command
+        )?;
+        let mut table = Table::new()
+            .left("run", 8)
+            .right("d", 4)
+            .right("linear faster from", 19)
+            .right("longest", 10)
+            .right("linear faster there by", 23);
+        for d in self.widths() {
+            for (phase, name, x) in [
+                (Phase::Prefill, "prefill", "N"),
+                (Phase::Decode, "decode", "t"),
+            ] {
+                let (n, margin) = self.margin_at_longest(phase, d);
+                table.row([
+                    name.to_string(),
+                    d.to_string(),
+                    format!("{x} {}", self.crossover(phase, d)),
+                    format!("{x} = {n}"),
+                    format!("{margin:.1}×"),
+                ]);
+            }
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// The decode step's time and memory against the cache length, at one
+/// width, as the bench recorded them.
+pub struct DecodeTable<'a>(pub &'a CrossoverData, pub usize);
+
+impl fmt::Display for DecodeTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (data, d) = (self.0, self.1);
+        let soft = data.best(Phase::Decode, Family::Softmax, d);
+        let linear = data.best(Phase::Decode, Family::Linear, d);
+        let mut table = Table::new()
+            .right("t", 6)
+            .right("softmax µs", 11)
+            .right("KV cache", 10)
+            .right("linear µs", 10)
+            .right("state", 9);
+        for (s, l) in soft.iter().zip(&linear) {
+            table.row([
+                s.0.to_string(),
+                format!("{:.2}", s.2 * 1e6),
+                crate::m3::cost::bytes(data.decoder_bytes(
+                    Family::Softmax,
+                    d,
+                    s.0,
+                ) as u64),
+                format!("{:.2}", l.2 * 1e6),
+                crate::m3::cost::bytes(data.decoder_bytes(
+                    Family::Linear,
+                    d,
+                    l.0,
+                ) as u64),
+            ]);
+        }
+        write!(
+            f,
+            "d = m = {d}, f32: one generated token with t tokens in the \
+             cache, itself included\n{table}"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,5 +673,120 @@ mod tests {
         let (first, last) = (&study.rows[0], &study.rows[study.rows.len() - 1]);
         assert!(last.recurrent > first.recurrent, "{study}");
         assert!(last.chunkwise > first.chunkwise, "{study}");
+    }
+
+    #[test]
+    fn crossover_interpolates_where_the_time_ratio_crosses_one() {
+        // Softmax a N², linear b N: they meet at N = b / a exactly, and the
+        // log-log interpolation is exact on power laws.
+        let (a, b) = (1e-9, 3e-7);
+        let points: Vec<(f64, f64, f64)> = (4..12)
+            .map(|e| {
+                let n = (1u64 << e) as f64;
+                (n, a * n * n, b * n)
+            })
+            .collect();
+        let Crossover::At(n) = crossover(&points) else {
+            panic!("{:?}", crossover(&points));
+        };
+        assert!((n / 300.0 - 1.0).abs() < 1e-9, "{n}");
+        // Linear faster everywhere, or nowhere.
+        assert_eq!(crossover(&points[6..]), Crossover::Below(1024.0));
+        assert_eq!(crossover(&points[..3]), Crossover::Above(64.0));
+    }
+
+    #[test]
+    fn the_committed_crossover_file_records_both_families_at_every_length() {
+        let data = CrossoverData::committed();
+        assert!(!data.machine.is_empty() && data.date.len() == 10);
+        assert!(data.command.starts_with("cargo xtask bench"));
+        assert_eq!(data.widths(), [64, 128]);
+        assert_eq!(CrossoverData::parse(&data.to_tsv()), Ok(data.clone()));
+        for d in [64, 128] {
+            for phase in [Phase::Prefill, Phase::Decode] {
+                let soft = data.best(phase, Family::Softmax, d);
+                let linear = data.best(phase, Family::Linear, d);
+                let ns = |b: &[(usize, &str, f64)]| {
+                    b.iter().map(|b| b.0).collect::<Vec<_>>()
+                };
+                assert_eq!(ns(&soft), ns(&linear));
+                assert!(soft.len() >= 8, "{phase:?}, d = {d}");
+                assert!(soft.iter().all(|b| b.2 > 0.0 && b.2.is_finite()));
+            }
+        }
+    }
+
+    #[test]
+    fn the_kv_cache_grows_with_every_token_and_the_state_does_not() {
+        // The bytes the bench recorded: t (d + m) floats of 4 for the
+        // cache, (m d + d) floats of 4 for the state, at every t.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for (t, _, _) in data.best(Phase::Decode, Family::Softmax, d) {
+                let cache = data.decoder_bytes(Family::Softmax, d, t);
+                let state = data.decoder_bytes(Family::Linear, d, t);
+                assert_eq!(cache, t * 2 * d * 4);
+                assert_eq!(state, (d * d + d) * 4);
+            }
+        }
+    }
+
+    #[test]
+    fn linear_attention_wins_from_a_crossover_length_by_a_growing_margin() {
+        // In the recorded run, for both widths and both phases, the time
+        // ratio crosses 1 inside the lengths measured, and linear attention
+        // stays the faster family at every longer length.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for phase in [Phase::Prefill, Phase::Decode] {
+                let at = data.crossover(phase, d);
+                let Crossover::At(n) = at else {
+                    panic!("{phase:?}, d = {d}: {at:?}");
+                };
+                let soft = data.best(phase, Family::Softmax, d);
+                let linear = data.best(phase, Family::Linear, d);
+                for (s, l) in soft.iter().zip(&linear) {
+                    if s.0 as f64 > n {
+                        assert!(l.2 < s.2, "{phase:?}, d = {d}, N = {}", s.0);
+                    }
+                }
+                // And the margin grows: largest at the longest length.
+                let margins: Vec<f64> =
+                    soft.iter().zip(&linear).map(|(s, l)| s.2 / l.2).collect();
+                let last = margins[margins.len() - 1];
+                assert!(margins.iter().all(|&m| m <= last), "{margins:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_softmax_decode_step_grows_with_t_and_the_linear_step_does_not() {
+        // From the shortest cache to the longest (a factor 4096 in t): the
+        // softmax step's time grows by over a thousand times, the linear
+        // step's by less than a factor of 2 either way.
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            let soft = data.best(Phase::Decode, Family::Softmax, d);
+            let linear = data.best(Phase::Decode, Family::Linear, d);
+            let (first, last) = (soft[0], soft[soft.len() - 1]);
+            assert!(last.0 / first.0 >= 4096);
+            assert!(last.2 / first.2 > 1000.0, "d = {d}: {soft:?}");
+            let (lo, hi) = linear
+                .iter()
+                .fold((f64::MAX, 0.0f64), |a, b| (a.0.min(b.2), a.1.max(b.2)));
+            assert!(hi / lo < 2.0, "d = {d}: {linear:?}");
+        }
+    }
+
+    #[test]
+    fn the_tiled_form_is_the_faster_softmax_from_n_1024_on() {
+        let data = CrossoverData::committed();
+        for d in data.widths() {
+            for (n, form, _) in data.best(Phase::Prefill, Family::Softmax, d) {
+                if n >= 1024 {
+                    assert_eq!(form, "softmax tiled", "d = {d}, N = {n}");
+                }
+            }
+        }
     }
 }

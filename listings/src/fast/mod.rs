@@ -48,13 +48,17 @@ macro_rules! in_widest_vectors {
 }
 
 pub mod baselines;
+pub mod decode;
 pub mod delta_rule;
 pub mod linear_attention;
+pub mod softmax;
 pub mod threads;
 
 pub use baselines::*;
+pub use decode::*;
 pub use delta_rule::*;
 pub use linear_attention::*;
+pub use softmax::*;
 pub use threads::*;
 
 /// Value rows per block: two AVX2 registers of f32 for each of a block's

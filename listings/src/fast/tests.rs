@@ -223,6 +223,8 @@ fn bad_f32_input_is_an_input_error() {
         delta_rule_recurrent_f32(&q, &k, &v, &beta.slice(s![..4])).unwrap_err();
     assert!(err.to_string().contains("one write strength"), "{err}");
     let err = softmax_attention_causal_f32(&short, &k, &v).unwrap_err();
+    let odd = softmax_attention_blocks_f32(&k, &k, &v, 3, 7).unwrap_err();
+    assert!(odd.to_string().contains("keys"), "{odd}");
     assert!(err.to_string().contains("one key per query"), "{err}");
     let err = linear_attention_parallel_f32(&q, &k, &short).unwrap_err();
     assert!(err.to_string().contains("one value"), "{err}");
@@ -234,4 +236,142 @@ fn bad_f32_input_is_an_input_error() {
     let empty = Array2::<f32>::zeros((0, 3));
     let err = linear_attention_recurrent_f32(&empty, &empty, &empty);
     assert!(matches!(err, Err(InputError::Empty { name: "q", .. })));
+}
+
+#[test]
+fn tiled_softmax_f32_equals_the_tiled_f64_form() {
+    use crate::m3::cost::softmax_attention_tiled;
+    // Lengths on both sides of the query block (256) and the key block
+    // (512), so that partial blocks and partial diagonals are met.
+    for seed in 0..3 {
+        for (n, d, m) in [
+            (1, 4, 3),
+            (7, 3, 5),
+            (255, 16, 8),
+            (257, 16, 8),
+            (512, 64, 16),
+            (513, 32, 64),
+            (1100, 64, 64),
+        ] {
+            let mut rng = seeded(seed * 1000 + n as u64);
+            let [q, k, v] = [d, d, m].map(|w| randn(&mut rng, n, w));
+            let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+            let book = softmax_attention_tiled(&q, &k, &v, 16).unwrap();
+            let fast = softmax_attention_tiled_f32(&q32, &k32, &v32).unwrap();
+            let e = gap(&fast, &book);
+            assert!(e < 1e-4, "seed {seed}, N {n}, d {d}: {e}");
+            // Other block sizes: one query, blocks that do not divide N,
+            // blocks longer than N.
+            for (queries, keys) in [(1, 1), (1, 3), (3, 6), (8, 32), (64, 64)] {
+                let fast = softmax_attention_blocks_f32(
+                    &q32, &k32, &v32, queries, keys,
+                );
+                let e = gap(&fast.unwrap(), &book);
+                assert!(e < 1e-4, "{queries} × {keys}, N {n}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tiled_softmax_f32_survives_huge_scores() {
+    use crate::m3::cost::softmax_attention_tiled;
+    // Scores near ±10⁴: e^score overflows f32 (and f64) long before.
+    for seed in 0..3 {
+        let mut rng = seeded(seed);
+        let [q, k, v] = [16, 16, 8].map(|w| randn(&mut rng, 300, w));
+        let q = q * 1000.0;
+        let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+        let book = softmax_attention_tiled(&q, &k, &v, 7).unwrap();
+        let fast = softmax_attention_tiled_f32(&q32, &k32, &v32).unwrap();
+        assert!(fast.iter().all(|x| x.is_finite()), "seed {seed}");
+        // One dominant key per query: the output is that key's value, and
+        // an f32 score may round to pick its neighbour only in a near-tie.
+        let e = gap(&fast, &book);
+        assert!(e < 1e-3, "seed {seed}: {e}");
+    }
+}
+
+#[test]
+fn decode_steps_equal_the_full_sequence_forms_at_every_position() {
+    use crate::m3::attention::{Mask, softmax_attention};
+    for seed in 0..3 {
+        for (n, d, m) in [(1, 4, 3), (9, 3, 5), (70, 16, 8), (300, 64, 64)] {
+            let [q, k, v] = random_inputs(seed, n, d, m);
+            let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+            let soft = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+            let linear = linear_attention_recurrent(&q, &k, &v).unwrap();
+            let mut cache = KvCacheF32::new(d, m, n);
+            let mut state = LinearStateF32::new(d, m);
+            let (mut o_soft, mut o_linear) =
+                (Array2::zeros((n, m)), Array2::zeros((n, m)));
+            for t in 0..n {
+                let (q_t, k_t, v_t) = (q32.row(t), k32.row(t), v32.row(t));
+                let [q_t, k_t, v_t] = [q_t, k_t, v_t].map(|r| r.to_vec());
+                let out = o_soft.row_mut(t).into_slice().unwrap();
+                cache.step(&q_t, &k_t, &v_t, out);
+                let out = o_linear.row_mut(t).into_slice().unwrap();
+                state.step(&q_t, &k_t, &v_t, out);
+            }
+            let e = gap(&o_soft, &soft.output);
+            assert!(e < 1e-4, "softmax, seed {seed}, N {n}: {e}");
+            let e = gap(&o_linear, &linear);
+            assert!(e < 1e-4, "linear, seed {seed}, N {n}: {e}");
+        }
+    }
+}
+
+#[test]
+fn the_cache_grows_by_one_token_per_step_while_the_state_stays_fixed() {
+    let (d, m) = (8, 5);
+    let [q, k, v] = random_inputs(4, 40, d, m).map(|a| to_f32(&a));
+    let mut cache = KvCacheF32::new(d, m, 4); // it may grow past this
+    let mut state = LinearStateF32::new(d, m);
+    let mut out = vec![0.0; m];
+    for t in 0..40 {
+        let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(t).to_vec());
+        cache.step(&q_t, &k_t, &v_t, &mut out);
+        state.step(&q_t, &k_t, &v_t, &mut out);
+        assert_eq!(cache.len(), t + 1);
+        assert_eq!(cache.bytes(), (t + 1) * (d + m) * 4);
+        assert_eq!(state.bytes(), (m * d + d) * 4);
+    }
+    // Rolled back to t tokens, the cache reads as it did at step t.
+    let mut again = KvCacheF32::new(d, m, 40);
+    let (mut first, mut second) = (vec![0.0; m], vec![0.0; m]);
+    for t in 0..10 {
+        let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(t).to_vec());
+        again.step(&q_t, &k_t, &v_t, &mut first);
+    }
+    again.truncate(9);
+    let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(9).to_vec());
+    again.step(&q_t, &k_t, &v_t, &mut second);
+    assert_eq!(first, second);
+    // A prompt pushed without reads leaves the cache the steps leave.
+    let mut pushed = KvCacheF32::new(d, m, 0);
+    for t in 0..9 {
+        pushed.push(&k.row(t).to_vec(), &v.row(t).to_vec());
+    }
+    pushed.step(&q_t, &k_t, &v_t, &mut second);
+    assert_eq!(first, second);
+}
+
+#[test]
+#[should_panic(expected = "the memory's keys have d = 4")]
+fn a_decode_step_of_the_wrong_width_names_both_widths() {
+    let mut cache = KvCacheF32::new(4, 2, 1);
+    cache.step(&[0.0; 3], &[0.0; 3], &[0.0; 2], &mut [0.0; 2]);
+}
+
+#[test]
+fn the_vectorised_exp2_is_accurate_to_f32() {
+    for i in 0..=200_000 {
+        let x = -126.0 * i as f32 / 200_000.0;
+        let want = 2f64.powf(x as f64);
+        for got in [exp2::<false>(x), exp2::<true>(x)] {
+            let e = (got as f64 - want).abs() / want;
+            assert!(e < 2e-7, "2^{x}: {got} vs {want} ({e})");
+        }
+    }
+    assert!(exp2::<false>(-1e30) <= 1.2e-38);
 }

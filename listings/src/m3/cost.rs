@@ -6,10 +6,11 @@
 //! Shapes: q_t, k_t: (d), v_t: (m); the cache after t tokens holds
 //! keys: (t, d) and values: (t, m).
 
+use crate::causal::mask_future;
 use crate::input::{InputError, check_qkv, same_cols};
 use crate::m3::attention::softmax_rows;
 use crate::table::Table;
-use ndarray::{Array1, Array2, ArrayRef1, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayView2, Axis, s};
 use std::fmt;
 
 // ANCHOR: KvCache
@@ -54,6 +55,63 @@ impl KvCache {
     }
 }
 // ANCHOR_END: KvCache
+
+// ANCHOR: softmax_attention_tiled
+/// Causal softmax(Q Kᵀ / √d) V without the N × N matrix: blocks of `block`
+/// queries meet blocks of keys at or below the diagonal; each query keeps
+/// a running maximum, denominator and unnormalised output, rescaled by
+/// e^(old max − new max) when a block raises the maximum.
+/// q, k: (N, d), v: (N, m), block ≥ 1; returns O: (N, m).
+pub fn softmax_attention_tiled(
+    q: &ArrayRef2<f64>,
+    k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    block: usize,
+) -> Result<Array2<f64>, InputError> {
+    check_qkv(q, k, v, true)?;
+    check_block(block)?;
+    let (n, scale) = (q.nrows(), 1.0 / (q.ncols() as f64).sqrt());
+    let mut o = Array2::zeros((n, v.ncols()));
+    for start in (0..n).step_by(block) {
+        let rows = start..(start + block).min(n);
+        let q_b = q.slice(s![rows.clone(), ..]);
+        let mut max = Array1::from_elem(rows.len(), f64::NEG_INFINITY);
+        let mut denominator = Array1::<f64>::zeros(rows.len());
+        let mut out = o.slice_mut(s![rows.clone(), ..]); // unnormalised
+        for keys in (0..=start).step_by(block) {
+            let cols = keys..(keys + block).min(n);
+            let mut p = q_b.dot(&k.slice(s![cols.clone(), ..]).t()) * scale;
+            if keys == start {
+                mask_future(&mut p, f64::NEG_INFINITY); // the diagonal block
+            }
+            for (i, mut p_i) in p.rows_mut().into_iter().enumerate() {
+                let new_max = p_i.fold(max[i], |a, &b| a.max(b));
+                let rescale = (max[i] - new_max).exp(); // 0 at first
+                p_i.mapv_inplace(|x| (x - new_max).exp());
+                denominator[i] = denominator[i] * rescale + p_i.sum();
+                out.row_mut(i).mapv_inplace(|x| x * rescale);
+                max[i] = new_max;
+            }
+            out += &p.dot(&v.slice(s![cols, ..])); // add this block's reads
+        }
+        out /= &denominator.insert_axis(Axis(1));
+    }
+    Ok(o)
+}
+// ANCHOR_END: softmax_attention_tiled
+
+/// A tile's size: at least one query and one key.
+pub fn check_block(block: usize) -> Result<(), InputError> {
+    if block == 0 {
+        let rule = "a block holds at least one token";
+        return Err(InputError::BadParameter {
+            name: "block",
+            value: block,
+            rule,
+        });
+    }
+    Ok(())
+}
 
 /// A vector (w) seen as a matrix with one row, (1, w).
 fn as_row(x: &ArrayRef1<f64>) -> ArrayView2<'_, f64> {
@@ -269,6 +327,61 @@ mod tests {
             randn(&mut rng, n, d),
             randn(&mut rng, n, m),
         ]
+    }
+
+    #[test]
+    fn tiled_attention_equals_softmax_attention() {
+        // Seeds, shapes, and blocks of one token, of sizes that do not
+        // divide N, of N itself and larger than N.
+        for seed in 0..4 {
+            for (n, d, m) in [(1, 3, 2), (7, 4, 3), (33, 8, 5), (64, 16, 16)] {
+                let [q, k, v] = random(seed * 100 + n as u64, n, d, m);
+                let want =
+                    softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
+                for block in [1, 2, 5, 16, n, n + 3, 4 * n] {
+                    let got =
+                        softmax_attention_tiled(&q, &k, &v, block).unwrap();
+                    assert_eq!(got.dim(), want.dim());
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!(
+                            (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                            "n {n} block {block}: {g} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_attention_survives_huge_scores() {
+        // Scores in the tens of thousands: e^score overflows f64, the
+        // running maximum keeps every exponent at or below 0.
+        for seed in 0..3 {
+            let [q, k, v] = random(seed, 40, 8, 4);
+            let q = q * 3000.0;
+            assert!(
+                q.dot(&k.t())
+                    .iter()
+                    .any(|s| (s / 8f64.sqrt()).exp() == f64::INFINITY)
+            );
+            let want =
+                softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
+            for block in [1, 3, 16, 64] {
+                let got = softmax_attention_tiled(&q, &k, &v, block).unwrap();
+                assert!(got.iter().all(|x| x.is_finite()));
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_attention_rejects_an_empty_block() {
+        let [q, k, v] = random(1, 5, 3, 2);
+        let err = softmax_attention_tiled(&q, &k, &v, 0).unwrap_err();
+        assert!(err.to_string().contains("block"), "{err}");
     }
 
     #[test]
