@@ -63,6 +63,41 @@ pub fn delta_rule_step(
 }
 // ANCHOR_END: delta_rule_step
 
+// ANCHOR: regression_gradient
+/// The gradient of the regression loss L(W) = ½‖W k̄ − v‖² for one
+/// association: ∇L = (W k̄ − v) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
+pub fn regression_gradient(
+    memory: &ArrayRef2<f64>,
+    k_bar: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+) -> Array2<f64> {
+    let error = memory.dot(k_bar) - v; // what the read gets wrong
+    let mut gradient = Array2::zeros(memory.raw_dim());
+    fast_weight_write(&mut gradient, &error, k_bar); // (W k̄ − v) k̄ᵀ
+    gradient
+}
+// ANCHOR_END: regression_gradient
+
+/// The regression loss ½‖W k̄ − v‖² of one association.
+pub fn regression_loss(
+    memory: &ArrayRef2<f64>,
+    k_bar: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+) -> f64 {
+    let error = memory.dot(k_bar) - v;
+    0.5 * error.dot(&error)
+}
+
+// ANCHOR: delta_transition
+/// The delta rule's transition A = I − β k̄ k̄ᵀ, with which one write is
+/// W_t = W_{t−1} A + β v k̄ᵀ. k_bar: (p); returns A: (p, p).
+pub fn delta_transition(k_bar: &ArrayRef1<f64>, beta: f64) -> Array2<f64> {
+    let mut a = Array2::eye(k_bar.len());
+    fast_weight_write(&mut a, &k_bar.mapv(|x| -beta * x), k_bar);
+    a
+}
+// ANCHOR_END: delta_transition
+
 // ANCHOR: gated_rule_step
 /// The gated rule of Peng et al. (2021), as Appendix A of the paper writes
 /// it: W ← (1 − β) W + β v kᵀ. memory: (m, p), k: (p), v: (m).
@@ -500,6 +535,204 @@ mod tests {
                         assert!(lost > 0.05 * crate::linalg::norm(&v1));
                     }
                 }
+            }
+        }
+    }
+
+    /// A random memory, key, value: the key sum-normalised (`normalised`)
+    /// or raw Gaussian, so the claims are checked for any key.
+    fn association(
+        seed: u64,
+        m: usize,
+        p: usize,
+        normalised: bool,
+    ) -> (Array2<f64>, Array1<f64>, Array1<f64>) {
+        let mut rng = seeded(seed);
+        let w = randn(&mut rng, m, p);
+        let raw = randn(&mut rng, 1, p).row(0).to_owned();
+        let k = if normalised {
+            sum_normalise(&elu_plus_one(&raw))
+        } else {
+            raw
+        };
+        let v = randn(&mut rng, 1, m).row(0).to_owned();
+        (w, k, v)
+    }
+
+    #[test]
+    fn the_regression_gradient_matches_central_differences() {
+        let h = 1e-6;
+        for seed in 0..5 {
+            for (m, p, normalised) in
+                [(1, 1, true), (3, 8, false), (5, 6, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                let gradient = regression_gradient(&w, &k, &v);
+                for ((a, b), &g) in gradient.indexed_iter() {
+                    let (mut up, mut down) = (w.clone(), w.clone());
+                    up[[a, b]] += h;
+                    down[[a, b]] -= h;
+                    let numeric = (regression_loss(&up, &k, &v)
+                        - regression_loss(&down, &k, &v))
+                        / (2.0 * h);
+                    assert_relative_eq!(
+                        g,
+                        numeric,
+                        max_relative = 1e-6,
+                        epsilon = 1e-8
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_delta_write_is_one_gradient_step_on_the_regression_loss() {
+        // W − β (W k̄ − v) k̄ᵀ = W + β (v − W k̄) k̄ᵀ: the same matrix, for
+        // any memory, any key (normalised or not), any value and any β.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                for beta in [0.0, 0.3, 1.0, 1.7] {
+                    let descended =
+                        &w - &(regression_gradient(&w, &k, &v) * beta);
+                    let mut written = w.clone();
+                    delta_rule_step(&mut written, &k, &v, beta);
+                    assert_relative_eq!(
+                        written,
+                        descended,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_step_multiplies_the_loss_by_one_minus_beta_norm_squared_squared() {
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (mut w, k, v) = association(seed, m, p, normalised);
+                let before = regression_loss(&w, &k, &v);
+                for beta in [0.0, 0.25, 0.5, 1.0] {
+                    let kept = w.clone();
+                    delta_rule_step(&mut w, &k, &v, beta);
+                    let factor = (1.0 - beta * k.dot(&k)).powi(2);
+                    assert_relative_eq!(
+                        regression_loss(&w, &k, &v),
+                        factor * before,
+                        max_relative = 1e-9,
+                        epsilon = 1e-12
+                    );
+                    w = kept;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_write_is_the_memory_times_the_transition_plus_the_new_association() {
+        // W_t = W_{t−1} (I − β k̄ k̄ᵀ) + β v k̄ᵀ.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                for beta in [0.0, 0.4, 1.0] {
+                    let mut want = w.dot(&delta_transition(&k, beta));
+                    fast_weight_write(&mut want, &v.mapv(|x| beta * x), &k);
+                    let mut written = w.clone();
+                    delta_rule_step(&mut written, &k, &v, beta);
+                    assert_relative_eq!(
+                        written,
+                        want,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    /// A vector orthogonal to k: a random one with its k part removed.
+    fn orthogonal_to(k: &Array1<f64>, seed: u64) -> Array1<f64> {
+        let x = randn(&mut seeded(seed + 100), 1, k.len()).row(0).to_owned();
+        &x - &(k * (x.dot(k) / k.dot(k)))
+    }
+
+    #[test]
+    fn the_transition_scales_the_key_by_one_minus_beta_norm_squared_and_keeps_the_rest()
+     {
+        // Eigenvalues: 1 − β‖k̄‖² along k̄, 1 on the p − 1 directions
+        // orthogonal to it.
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (_, k, _) = association(seed, 1, p, normalised);
+                let u = orthogonal_to(&k, seed);
+                for beta in [0.0, 0.5, 1.0, 2.0] {
+                    let a = delta_transition(&k, beta);
+                    let lambda = 1.0 - beta * k.dot(&k);
+                    assert_relative_eq!(
+                        a.dot(&k),
+                        &k * lambda,
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                    assert_relative_eq!(
+                        a.dot(&u),
+                        u,
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                    assert_eq!(a, a.t()); // symmetric: real eigenvalues
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_transition_never_lengthens_a_memory_row_exactly_when_beta_norm_squared_is_in_0_2()
+     {
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (w, k, _) = association(seed, 6, p, normalised);
+                let n2 = k.dot(&k);
+                for step in [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0] {
+                    let a = delta_transition(&k, step / n2);
+                    // Inside [0, 2] no row of any memory grows ...
+                    for row in w.rows() {
+                        let after = crate::linalg::norm(&row.dot(&a));
+                        let grows =
+                            after > crate::linalg::norm(&row) * (1.0 + 1e-12);
+                        assert!(!grows || step > 2.0, "seed {seed}: {step}");
+                    }
+                    // ... outside it the key's own direction does.
+                    let along = crate::linalg::norm(&k.dot(&a));
+                    let grows = along > crate::linalg::norm(&k) * (1.0 + 1e-12);
+                    assert_eq!(grows, step > 2.0, "seed {seed}: {step}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn with_beta_norm_squared_two_the_transition_is_a_householder_reflection() {
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (_, k, _) = association(seed, 1, p, normalised);
+                let a = delta_transition(&k, 2.0 / k.dot(&k));
+                let eye = Array2::<f64>::eye(p);
+                assert_relative_eq!(a.dot(&a), eye, epsilon = 1e-12);
+                assert_relative_eq!(a.dot(&k), -&k, epsilon = 1e-12);
+                // At β‖k̄‖² = 1 it is a projection instead: k̄ is sent to 0.
+                let proj = delta_transition(&k, 1.0 / k.dot(&k));
+                assert_relative_eq!(proj.dot(&proj), proj, epsilon = 1e-12);
+                assert!(crate::linalg::norm(&proj.dot(&k)) < 1e-12);
             }
         }
     }
