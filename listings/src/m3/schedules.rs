@@ -168,6 +168,56 @@ pub fn state_jacobian(
 }
 // ANCHOR_END: state_jacobian
 
+// ANCHOR: affine_step
+/// One step of an affine recurrence, S_t = S_{t−1} A_t + B_t, whose
+/// transition A_t and input B_t do not depend on the state.
+/// a: (p, p), b: (m, p).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AffineStep {
+    pub a: Array2<f64>,
+    pub b: Array2<f64>,
+}
+
+impl AffineStep {
+    /// S ↦ S A + B. s: (m, p).
+    pub fn apply(&self, s: &ArrayRef2<f64>) -> Array2<f64> {
+        s.dot(&self.a) + &self.b
+    }
+
+    /// This step, then `next`: S ↦ (S A₁ + B₁) A₂ + B₂, which is one
+    /// step again, with transition A₁ A₂ and input B₁ A₂ + B₂.
+    pub fn then(&self, next: &AffineStep) -> AffineStep {
+        AffineStep {
+            a: self.a.dot(&next.a),
+            b: self.b.dot(&next.a) + &next.b,
+        }
+    }
+}
+// ANCHOR_END: affine_step
+
+// ANCHOR: affine_chunkwise
+/// Run an affine recurrence from S_0 in chunks of `chunk` steps: fold each
+/// chunk's steps into one, then apply it. Returns the state after each
+/// chunk. steps: A_t (p, p), B_t (m, p); s0: (m, p); chunk ≥ 1.
+pub fn affine_chunkwise(
+    steps: &[AffineStep],
+    s0: &ArrayRef2<f64>,
+    chunk: usize,
+) -> Vec<Array2<f64>> {
+    assert!(chunk > 0, "a chunk holds at least one step");
+    let mut state = s0.to_owned();
+    let mut states = Vec::new();
+    for group in steps.chunks(chunk) {
+        let folded = group[1..]
+            .iter()
+            .fold(group[0].clone(), |acc, step| acc.then(step));
+        state = folded.apply(&state); // one step per chunk
+        states.push(state.clone());
+    }
+    states
+}
+// ANCHOR_END: affine_chunkwise
+
 /// The two header lines of a table with one column per form: the
 /// non-causal and causal groups, then N (in a column `first` wide) and the
 /// forms' names.
@@ -710,6 +760,112 @@ mod tests {
             let j = state_jacobian(steps, &Array2::zeros((3, 4)), 1e-3);
             let eye = Array2::<f64>::eye(12);
             assert_relative_eq!(j, eye, epsilon = 1e-8);
+        }
+    }
+
+    /// Random affine steps: A_t = I + noise (not the identity, not
+    /// diagonal), B_t random. p: state width, m: state height.
+    fn affine_steps(
+        seed: u64,
+        n: usize,
+        m: usize,
+        p: usize,
+    ) -> Vec<AffineStep> {
+        let mut rng = seeded(seed);
+        (0..n)
+            .map(|_| AffineStep {
+                a: Array2::eye(p) + randn(&mut rng, p, p) * (0.3 / p as f64),
+                b: randn(&mut rng, m, p),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_affine_steps_are_one_affine_step() {
+        for seed in 0..10 {
+            for (m, p) in [(1, 1), (3, 4), (5, 8)] {
+                let steps = affine_steps(seed, 2, m, p);
+                let s = randn(&mut seeded(seed + 50), m, p);
+                let in_turn = steps[1].apply(&steps[0].apply(&s));
+                let folded = steps[0].then(&steps[1]).apply(&s);
+                assert_relative_eq!(
+                    folded,
+                    in_turn,
+                    max_relative = 1e-12,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
+        // Chunks of 1 are the recurrence; every chunk size lands on the same
+        // state at each chunk boundary, whatever the transitions are.
+        for seed in 0..5 {
+            for (n, m, p) in [(1, 2, 3), (17, 3, 4), (40, 2, 6)] {
+                let steps = affine_steps(seed, n, m, p);
+                let s0 = randn(&mut seeded(seed + 50), m, p);
+                let each = affine_chunkwise(&steps, &s0, 1);
+                for c in [1, 2, 3, 8, 64] {
+                    let chunked = affine_chunkwise(&steps, &s0, c);
+                    assert_eq!(chunked.len(), n.div_ceil(c));
+                    for (i, state) in chunked.iter().enumerate() {
+                        let t = ((i + 1) * c).min(n) - 1; // last step of chunk i
+                        assert_relative_eq!(
+                            *state,
+                            each[t],
+                            max_relative = 1e-10,
+                            epsilon = 1e-10
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sum_rule_is_the_affine_step_with_the_identity_transition() {
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 6, 4, 3);
+            let mut s = randn(&mut seeded(seed), 3, 4);
+            for t in 0..6 {
+                let mut b = Array2::zeros((3, 4));
+                fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
+                let step = AffineStep {
+                    a: Array2::eye(4),
+                    b,
+                };
+                let want = step.apply(&s);
+                fast_weight_write(&mut s, &v.row(t), &phi_k.row(t));
+                assert_eq!(s, want);
+            }
+        }
+    }
+
+    #[test]
+    fn an_affine_steps_jacobian_is_the_same_at_every_state_but_need_not_be_the_identity()
+     {
+        // What chunking needs: the update is affine in the state, so its
+        // Jacobian does not depend on the state. The tanh step's does.
+        for seed in 0..5 {
+            let step = affine_steps(seed, 1, 3, 4).remove(0);
+            let (s1, s2) = (
+                randn(&mut seeded(seed + 1), 3, 4) * 3.0,
+                randn(&mut seeded(seed + 2), 3, 4) * 3.0,
+            );
+            let j1 = state_jacobian(|s| step.apply(s), &s1, 1e-5);
+            let j2 = state_jacobian(|s| step.apply(s), &s2, 1e-5);
+            assert_relative_eq!(j1, j2, epsilon = 1e-8);
+            assert!(
+                (&j1 - &Array2::<f64>::eye(12))
+                    .iter()
+                    .any(|x| x.abs() > 1e-3)
+            );
+            let squashed = |s: &Array2<f64>| step.apply(s).mapv(f64::tanh);
+            let t1 = state_jacobian(squashed, &s1, 1e-5);
+            let t2 = state_jacobian(squashed, &s2, 1e-5);
+            assert!((&t1 - &t2).iter().any(|x| x.abs() > 1e-3));
         }
     }
 

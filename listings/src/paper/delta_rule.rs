@@ -14,6 +14,7 @@ use crate::input::{
     Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
+use crate::m3::schedules::AffineStep;
 use crate::phi::map_rows;
 use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -175,11 +176,43 @@ pub fn forward_substitution(
 }
 // ANCHOR_END: forward_substitution
 
+// ANCHOR: ut_transform
+/// The UT transform of a chunk, T = (I + A)⁻¹ diag(β) with
+/// A = tril(diag(β) K̄ K̄ᵀ, −1), by forward substitution.
+/// k_bar: (C, p), beta: (C); returns T: (C, C), lower triangular.
+pub fn ut_transform(
+    k_bar: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+) -> Array2<f64> {
+    let mut a = k_bar.dot(&k_bar.t()); // K̄ K̄ᵀ, then keep below the diagonal
+    a.indexed_iter_mut()
+        .for_each(|((i, j), x)| *x = if j < i { beta[i] * *x } else { 0.0 });
+    forward_substitution(&a, &Array2::from_diag(&beta.view()))
+}
+// ANCHOR_END: ut_transform
+
+// ANCHOR: wy_representation
+/// A chunk of delta-rule writes folded into one affine step (the WY form):
+/// with T the UT transform, K̂ = T K̄ and V̂ = T V, the chunk maps
+/// W ↦ W (I − K̂ᵀ K̄) + V̂ᵀ K̄. k_bar: (C, p), v: (C, m), beta: (C).
+pub fn wy_representation(
+    k_bar: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+) -> AffineStep {
+    let t = ut_transform(k_bar, beta);
+    let (k_hat, v_hat) = (t.dot(k_bar), t.dot(v)); // (C, p), (C, m)
+    AffineStep {
+        a: Array2::eye(k_bar.ncols()) - k_hat.t().dot(k_bar),
+        b: v_hat.t().dot(k_bar),
+    }
+}
+// ANCHOR_END: wy_representation
+
 // ANCHOR: delta_rule_chunkwise
 /// The delta-rule layer in chunks of C tokens (Yang et al. 2024, in the
 /// book's orientation). Per chunk, with K̄, Q̄: (C, p), V: (C, m), W_0 the
-/// memory before it: A = tril(diag(β) K̄ K̄ᵀ, −1), T = (I + A)⁻¹ diag(β),
-/// U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
+/// memory before it and T the UT transform: U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
 pub fn delta_rule_chunkwise(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
@@ -203,11 +236,8 @@ pub fn delta_rule_chunkwise(
             q_all.slice(s![start..end, ..]),
         );
         let (vc, b) = (v.slice(s![start..end, ..]), beta.slice(s![start..end]));
-        let mut a = k.dot(&k.t()); // A = tril(diag(β) K̄ K̄ᵀ, −1)
-        a.indexed_iter_mut()
-            .for_each(|((i, j), x)| *x = if j < i { b[i] * *x } else { 0.0 });
-        let t = forward_substitution(&a, &Array2::from_diag(&b));
-        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // (C, m)
+        let t = ut_transform(&k, &b);
+        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // V̂ − K̂ W_0ᵀ
         let scores = causal_scores(&q, &k); // tril(Q̄ K̄ᵀ), diagonal included
         let y = q.dot(&memory.t()) + scores.dot(&u);
         output.slice_mut(s![start..end, ..]).assign(&y);
@@ -867,6 +897,65 @@ mod tests {
                     b,
                     max_relative = 1e-9,
                     epsilon = 1e-9
+                );
+            }
+        }
+    }
+
+    /// One delta-rule write as an affine step: A = I − β k̄ k̄ᵀ, B = β v k̄ᵀ.
+    fn delta_step(
+        k: &ArrayRef1<f64>,
+        v: &ArrayRef1<f64>,
+        beta: f64,
+    ) -> AffineStep {
+        let mut b = Array2::zeros((v.len(), k.len()));
+        fast_weight_write(&mut b, &v.mapv(|x| beta * x), k);
+        AffineStep {
+            a: delta_transition(k, beta),
+            b,
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_delta_writes_folds_into_the_wy_form() {
+        // The product of C transitions is I − K̂ᵀ K̄, a rank-C correction of
+        // the identity, and the folded inputs are V̂ᵀ K̄.
+        for seed in 0..5 {
+            for (c, d, m, nu) in
+                [(1, 4, 3, None), (5, 4, 2, Some(1)), (12, 3, 4, Some(2))]
+            {
+                let (_, k, v, beta) = random_layer(seed, c, d, m, nu);
+                let k_bar = map_rows(&k, sum_normalise);
+                let folded = (1..c).fold(
+                    delta_step(&k_bar.row(0), &v.row(0), beta[0]),
+                    |acc, t| {
+                        acc.then(&delta_step(&k_bar.row(t), &v.row(t), beta[t]))
+                    },
+                );
+                let wy = wy_representation(&k_bar, &v, &beta);
+                assert_relative_eq!(
+                    wy.a,
+                    folded.a,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                assert_relative_eq!(
+                    wy.b,
+                    folded.b,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                // And applied to a memory, it is the chunk of writes.
+                let mut w = randn(&mut seeded(seed + 9), m, k.ncols());
+                let start = w.clone();
+                for t in 0..c {
+                    delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+                }
+                assert_relative_eq!(
+                    wy.apply(&start),
+                    w,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
                 );
             }
         }
