@@ -9,7 +9,9 @@
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
 
 use crate::causal::causal_scores;
-use crate::input::{InputError, check_chunk, check_qkv};
+use crate::input::{
+    InputError, check_chunk, check_qkv, nonempty_finite, same_cols, same_rows,
+};
 use crate::m3::cost::{
     bytes, fixed_state_floats, group_digits, score_matrix_floats,
 };
@@ -18,7 +20,7 @@ use crate::m3::delete_softmax::{
     sequence_memory,
 };
 use crate::m3::fast_weight_memory::{
-    linear_attention_parallel, linear_attention_recurrent,
+    fast_weight_write, linear_attention_parallel, linear_attention_recurrent,
 };
 use crate::measure::{Clock, Machine, time_once};
 use crate::phi::elu_plus_one;
@@ -167,6 +169,107 @@ pub fn state_jacobian(
     jacobian
 }
 // ANCHOR_END: state_jacobian
+
+// ANCHOR: linear_attention_parallel_backward
+/// The gradients of a loss through causal linear attention, given the
+/// loss's gradient G = ∂L/∂O: (N, m). Scores A = tril(Φ_Q Φ_Kᵀ),
+/// denominators d = A 1, O = diag(1/d) A V.
+pub struct Gradients {
+    pub phi_q: Array2<f64>,
+    pub phi_k: Array2<f64>,
+    pub v: Array2<f64>,
+}
+
+/// Backward through the parallel form, holding the N × N scores:
+/// Ḡ = diag(1/d) G, c = −rowsum(Ḡ ⊙ O), ∂A = tril(Ḡ Vᵀ + c 1ᵀ),
+/// then ∂Φ_Q = ∂A Φ_K, ∂Φ_K = ∂Aᵀ Φ_Q, ∂V = Aᵀ Ḡ.
+pub fn linear_attention_parallel_backward(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    grad_o: &ArrayRef2<f64>,
+) -> Result<Gradients, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    check_grad_o(grad_o, v)?;
+    let a = causal_scores(phi_q, phi_k); // (N, N)
+    let d = a.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
+    let o = a.dot(v) / &d;
+    let g_bar = &grad_o.view() / &d; // ∂L/∂(numerator)
+    let c = -(&g_bar * &o).sum_axis(Axis(1)); // ∂L/∂d, per row
+    let mut grad_a = g_bar.dot(&v.t()) + c.insert_axis(Axis(1));
+    grad_a.indexed_iter_mut().for_each(|((t, j), x)| {
+        if j > t {
+            *x = 0.0; // the future's scores were never used
+        }
+    });
+    Ok(Gradients {
+        phi_q: grad_a.dot(phi_k),
+        phi_k: grad_a.t().dot(phi_q),
+        v: a.t().dot(&g_bar),
+    })
+}
+// ANCHOR_END: linear_attention_parallel_backward
+
+// ANCHOR: linear_attention_backward
+/// Backward through the recurrence with a fixed state (Katharopoulos et
+/// al. 2020, §3.3.1). Forward over t for the queries:
+/// ∂φ(q_t) = S_tᵀ ḡ_t + c_t z_t. Backward over t for keys and values,
+/// carrying R = Σ_{τ≥t} ḡ_τ φ(q_τ)ᵀ and r = Σ_{τ≥t} c_τ φ(q_τ):
+/// ∂φ(k_t) = Rᵀ v_t + r, ∂v_t = R φ(k_t), undoing each write of S and z
+/// on the way back. Here ḡ_t = g_t / d_t, c_t = −ḡ_t · o_t.
+pub fn linear_attention_backward(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    grad_o: &ArrayRef2<f64>,
+) -> Result<Gradients, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    check_grad_o(grad_o, v)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut grads = Gradients {
+        phi_q: Array2::zeros((n, p)),
+        phi_k: Array2::zeros((n, p)),
+        v: Array2::zeros((n, m)),
+    };
+    // ḡ_t and c_t from the state S_t, z_t that token t read.
+    let pull = |s: &Array2<f64>, z: &Array1<f64>, t: usize| {
+        let (q, d) = (phi_q.row(t), z.dot(&phi_q.row(t)));
+        let g_bar = &grad_o.row(t) / d;
+        let c = -g_bar.dot(&s.dot(&q)) / d; // −ḡ_t · o_t
+        (g_bar, c)
+    };
+    let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
+    for t in 0..n {
+        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // S_t
+        z += &phi_k.row(t); // z_t
+        let (g_bar, c) = pull(&s, &z, t);
+        let grad_q = s.t().dot(&g_bar) + &z * c;
+        grads.phi_q.row_mut(t).assign(&grad_q);
+    }
+    let (mut r_mat, mut r) = (Array2::zeros((m, p)), Array1::zeros(p));
+    for t in (0..n).rev() {
+        let (g_bar, c) = pull(&s, &z, t); // S, z are S_t, z_t here
+        fast_weight_write(&mut r_mat, &g_bar, &phi_q.row(t)); // R += ḡ φ(q)ᵀ
+        r.scaled_add(c, &phi_q.row(t)); // r += c φ(q)
+        let grad_k = r_mat.t().dot(&v.row(t)) + &r;
+        grads.phi_k.row_mut(t).assign(&grad_k);
+        grads.v.row_mut(t).assign(&r_mat.dot(&phi_k.row(t)));
+        fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t)); // undo
+        z -= &phi_k.row(t);
+    }
+    Ok(grads)
+}
+// ANCHOR_END: linear_attention_backward
+
+/// One gradient per output: grad_o has the shape of v, and is finite.
+fn check_grad_o(
+    grad_o: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<(), InputError> {
+    nonempty_finite("grad_o", grad_o)?;
+    same_rows(("grad_o", grad_o), ("v", v), "one gradient row per output")?;
+    same_cols(("grad_o", grad_o), ("v", v), "one gradient row per output")
+}
 
 // ANCHOR: affine_step
 /// One step of an affine recurrence, S_t = S_{t−1} A_t + B_t, whose
@@ -760,6 +863,87 @@ mod tests {
             let j = state_jacobian(steps, &Array2::zeros((3, 4)), 1e-3);
             let eye = Array2::<f64>::eye(12);
             assert_relative_eq!(j, eye, epsilon = 1e-8);
+        }
+    }
+
+    /// L = Σ G ⊙ O for the recurrent form: a loss whose gradient with
+    /// respect to O is G.
+    fn weighted_output(
+        phi_q: &Array2<f64>,
+        phi_k: &Array2<f64>,
+        v: &Array2<f64>,
+        g: &Array2<f64>,
+    ) -> f64 {
+        (linear_attention_recurrent(phi_q, phi_k, v).unwrap() * g).sum()
+    }
+
+    #[test]
+    fn the_backward_pass_matches_central_differences() {
+        let h = 1e-6;
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 1, 1), (5, 3, 2), (9, 4, 3)] {
+                let [q, k, v] = random(seed, n, p, m);
+                let g = randn(&mut seeded(seed + 7), n, m);
+                let grads = linear_attention_backward(&q, &k, &v, &g).unwrap();
+                let inputs = [&q, &k, &v];
+                let analytic = [&grads.phi_q, &grads.phi_k, &grads.v];
+                for (which, want) in analytic.iter().enumerate() {
+                    for ((i, j), &dx) in want.indexed_iter() {
+                        let nudged = |delta: f64| {
+                            let mut x = inputs.map(|a| a.clone());
+                            x[which][[i, j]] += delta;
+                            weighted_output(&x[0], &x[1], &x[2], &g)
+                        };
+                        let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                        assert_relative_eq!(
+                            dx,
+                            numeric,
+                            max_relative = 1e-5,
+                            epsilon = 1e-7
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fixed_state_backward_equals_the_parallel_forms_gradient() {
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 2, 1), (7, 4, 3), (100, 8, 5), (513, 6, 4)] {
+                let [q, k, v] = random(seed, n, p, m);
+                let g = randn(&mut seeded(seed + 7), n, m);
+                let fixed = linear_attention_backward(&q, &k, &v, &g).unwrap();
+                let parallel =
+                    linear_attention_parallel_backward(&q, &k, &v, &g).unwrap();
+                for (a, b) in [
+                    (&fixed.phi_q, &parallel.phi_q),
+                    (&fixed.phi_k, &parallel.phi_k),
+                    (&fixed.v, &parallel.v),
+                ] {
+                    // Relative to the largest gradient entry: the first
+                    // query's gradient is zero (o_1 = v_1 whatever q_1).
+                    let scale = [&parallel.phi_q, &parallel.phi_k, &parallel.v]
+                        .iter()
+                        .map(|m| m.fold(0.0_f64, |x, y| x.max(y.abs())))
+                        .fold(0.0, f64::max);
+                    let gap = (a - b).fold(0.0_f64, |x, y| x.max(y.abs()));
+                    assert!(gap <= 1e-10 * scale, "N {n} seed {seed}: {gap:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_gradient_of_the_wrong_shape_is_an_error() {
+        let [q, k, v] = random(0, 6, 3, 2);
+        let g = randn(&mut seeded(1), 6, 3);
+        for run in [
+            linear_attention_backward,
+            linear_attention_parallel_backward,
+        ] {
+            let msg = run(&q, &k, &v, &g).err().unwrap().to_string();
+            assert!(msg.contains("grad_o is [6, 3]"), "{msg}");
         }
     }
 
