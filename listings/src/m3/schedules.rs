@@ -262,7 +262,7 @@ pub fn linear_attention_backward(
 // ANCHOR_END: linear_attention_backward
 
 /// One gradient per output: grad_o has the shape of v, and is finite.
-fn check_grad_o(
+pub(crate) fn check_grad_o(
     grad_o: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
 ) -> Result<(), InputError> {

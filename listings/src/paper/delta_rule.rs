@@ -14,7 +14,7 @@ use crate::input::{
     Entry, InputError, check_chunk, check_qkv, nonempty_finite, same_cols,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
-use crate::m3::schedules::AffineStep;
+use crate::m3::schedules::{AffineStep, check_grad_o};
 use crate::phi::map_rows;
 use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -246,6 +246,63 @@ pub fn delta_rule_chunkwise(
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_chunkwise
+
+// ANCHOR: delta_rule_backward
+/// What the delta rule's backward pass returns: the gradients of the loss
+/// with respect to q̄, k̄: (N, p), v: (N, m) and β: (N).
+pub struct DeltaGradients {
+    pub q_bar: Array2<f64>,
+    pub k_bar: Array2<f64>,
+    pub v: Array2<f64>,
+    pub beta: Array1<f64>,
+}
+
+/// Backward through W_t = W_{t−1} + u_t k̄_tᵀ, u_t = β_t (v_t − W_{t−1} k̄_t),
+/// y_t = W_t q̄_t, given G = ∂L/∂Y: (N, m). The forward sweep keeps each
+/// inserted vector u_t and the last memory; the backward sweep carries
+/// D = ∂L/∂W_t and undoes each write, W_{t−1} = W_t − u_t k̄_tᵀ.
+/// q_bar, k_bar: (N, p), already normalised; v: (N, m); beta: (N).
+pub fn delta_rule_backward(
+    q_bar: &ArrayRef2<f64>,
+    k_bar: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+    grad_y: &ArrayRef2<f64>,
+) -> Result<DeltaGradients, InputError> {
+    check_delta(q_bar, k_bar, v, beta)?;
+    check_grad_o(grad_y, v)?;
+    let (n, p, m) = (k_bar.nrows(), k_bar.ncols(), v.ncols());
+    let mut w = Array2::zeros((m, p));
+    let mut inserted = Array2::zeros((n, m)); // u_t, one row per token
+    for t in 0..n {
+        let v_bar = delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+        inserted
+            .row_mut(t)
+            .assign(&((&v.row(t) - &v_bar) * beta[t]));
+    }
+    let mut grads = DeltaGradients {
+        q_bar: Array2::zeros((n, p)),
+        k_bar: Array2::zeros((n, p)),
+        v: Array2::zeros((n, m)),
+        beta: Array1::zeros(n),
+    };
+    let mut d = Array2::<f64>::zeros((m, p)); // ∂L/∂W_t
+    for t in (0..n).rev() {
+        let (k, u, g) = (k_bar.row(t), inserted.row(t), grad_y.row(t));
+        grads.q_bar.row_mut(t).assign(&w.t().dot(&g)); // y_t = W_t q̄_t
+        fast_weight_write(&mut d, &g, &q_bar.row(t)); // D += g_t q̄_tᵀ
+        fast_weight_write(&mut w, &(-&u), &k); // undo: W is W_{t−1}
+        let e = d.dot(&k); // ∂L/∂u_t
+        let v_bar = w.dot(&k);
+        grads.v.row_mut(t).assign(&(&e * beta[t]));
+        grads.beta[t] = e.dot(&(&v.row(t) - &v_bar));
+        let grad_k = d.t().dot(&u) - w.t().dot(&e) * beta[t];
+        grads.k_bar.row_mut(t).assign(&grad_k);
+        fast_weight_write(&mut d, &(&e * -beta[t]), &k); // D (I − β k̄ k̄ᵀ)
+    }
+    Ok(grads)
+}
+// ANCHOR_END: delta_rule_backward
 
 /// One row of the Appendix A comparison at write strength β.
 pub struct AppendixARow {
@@ -957,6 +1014,120 @@ mod tests {
                     max_relative = 1e-10,
                     epsilon = 1e-12
                 );
+            }
+        }
+    }
+
+    /// The layer on keys and queries that are already normalised, so that
+    /// finite differences can nudge k̄ and q̄ themselves; L = Σ G ⊙ Y.
+    fn weighted_reads(
+        q: &Array2<f64>,
+        k: &Array2<f64>,
+        v: &Array2<f64>,
+        beta: &Array1<f64>,
+        g: &Array2<f64>,
+    ) -> f64 {
+        let mut w = Array2::zeros((v.ncols(), k.ncols()));
+        let mut loss = 0.0;
+        for t in 0..k.nrows() {
+            delta_rule_step(&mut w, &k.row(t), &v.row(t), beta[t]);
+            loss += w.dot(&q.row(t)).dot(&g.row(t));
+        }
+        loss
+    }
+
+    /// A random layer with its keys and queries sum-normalised, and a
+    /// random gradient G of the reads.
+    fn normalised_layer(
+        seed: u64,
+        n: usize,
+        d: usize,
+        m: usize,
+    ) -> ([Array2<f64>; 4], Array1<f64>) {
+        let (q, k, v, beta) = random_layer(seed, n, d, m, None);
+        let g = randn(&mut seeded(seed + 11), n, m);
+        let [q, k] = [q, k].map(|a| map_rows(&a, sum_normalise));
+        ([q, k, v, g], beta)
+    }
+
+    #[test]
+    fn the_delta_rule_backward_pass_matches_finite_differences() {
+        let h = 1e-6;
+        for seed in 0..4 {
+            for (n, d, m) in [(1, 2, 1), (6, 3, 2), (12, 4, 3)] {
+                let ([q, k, v, g], beta) = normalised_layer(seed, n, d, m);
+                let grads = delta_rule_backward(&q, &k, &v, &beta, &g).unwrap();
+                let loss = |x: &[Array2<f64>; 3], b: &Array1<f64>| {
+                    weighted_reads(&x[0], &x[1], &x[2], b, &g)
+                };
+                let inputs = [q.clone(), k.clone(), v.clone()];
+                for (which, want) in
+                    [&grads.q_bar, &grads.k_bar, &grads.v].iter().enumerate()
+                {
+                    for ((i, j), &dx) in want.indexed_iter() {
+                        let nudged = |delta: f64| {
+                            let mut x = inputs.clone();
+                            x[which][[i, j]] += delta;
+                            loss(&x, &beta)
+                        };
+                        let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                        assert_relative_eq!(
+                            dx,
+                            numeric,
+                            max_relative = 1e-5,
+                            epsilon = 1e-7
+                        );
+                    }
+                }
+                for t in 0..n {
+                    let nudged = |delta: f64| {
+                        let mut b = beta.clone();
+                        b[t] += delta;
+                        loss(&inputs, &b)
+                    };
+                    let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                    assert_relative_eq!(
+                        grads.beta[t],
+                        numeric,
+                        max_relative = 1e-5,
+                        epsilon = 1e-7
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn subtracting_the_inserted_vectors_recovers_every_earlier_memory() {
+        // Even where the transition I − β k̄ k̄ᵀ has no inverse (one-hot keys
+        // with β = 1), undoing a write is one subtraction of u_t k̄_tᵀ.
+        for seed in 0..4 {
+            let (n, p, m) = (1000, 6, 4);
+            let mut rng = seeded(seed);
+            let keys =
+                map_rows(&elu_plus_one(&randn(&mut rng, n, p)), sum_normalise);
+            let v = randn(&mut rng, n, m);
+            let mut w = Array2::zeros((m, p));
+            let mut states = vec![w.clone()];
+            let mut inserted = Vec::new();
+            for t in 0..n {
+                let (k, beta) = if t % 7 == 0 {
+                    (Array1::from_shape_fn(p, |i| f64::from(i == t % p)), 1.0)
+                } else {
+                    (keys.row(t).to_owned(), 0.9)
+                };
+                if t % 7 == 0 {
+                    let a = delta_transition(&k, beta);
+                    assert!(crate::linalg::norm(&a.dot(&k)) < 1e-15); // singular
+                }
+                let v_bar = delta_rule_step(&mut w, &k, &v.row(t), beta);
+                inserted.push(((&v.row(t) - &v_bar) * beta, k));
+                states.push(w.clone());
+            }
+            for t in (0..n).rev() {
+                let (u, k) = &inserted[t];
+                fast_weight_write(&mut w, &(-u), k);
+                assert_relative_eq!(w, states[t], epsilon = 1e-12);
             }
         }
     }
