@@ -113,6 +113,21 @@ pub fn gated_rule_step(
 }
 // ANCHOR_END: gated_rule_step
 
+// ANCHOR: decayed_write_step
+/// The decaying memory of the module's code walkthrough (`train_hope.py`):
+/// memory ← a · memory + v kᵀ, one decay a per token.
+/// memory: (m, p), k: (p), v: (m).
+pub fn decayed_write_step(
+    memory: &mut Array2<f64>,
+    k: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+    a: f64,
+) {
+    *memory *= a; // every association fades by a ...
+    fast_weight_write(memory, v, k); // ... and v kᵀ is added at full strength
+}
+// ANCHOR_END: decayed_write_step
+
 // ANCHOR: delta_rule_recurrent
 /// What a delta-rule layer returns: the reads Y: (N, m) and the memory
 /// after the last token, W_N: (m, p).
@@ -890,6 +905,128 @@ mod tests {
                 let lo = row.fold(f64::INFINITY, |a, &b| a.min(b));
                 let hi = row.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
                 assert!(y[i] >= lo - 1e-12 && y[i] <= hi + 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn every_rule_is_an_affine_step_with_its_own_transition() {
+        // sum: A = I; decayed: A = a I; gated: A = (1 − β) I with input
+        // β v kᵀ; delta: A = I − β k̄ k̄ᵀ with input β v k̄ᵀ.
+        for seed in 0..5 {
+            let (w, k, v) = association(seed, 3, 6, true);
+            let (p, m) = (k.len(), v.len());
+            let input = |scale: f64| {
+                let mut b = Array2::zeros((m, p));
+                fast_weight_write(&mut b, &v.mapv(|x| scale * x), &k);
+                b
+            };
+            let eye = Array2::<f64>::eye(p);
+            for x in [0.0, 0.3, 0.9, 1.0] {
+                let rules: [(Array2<f64>, AffineStep); 4] = [
+                    {
+                        let mut s = w.clone();
+                        fast_weight_write(&mut s, &v, &k);
+                        (
+                            s,
+                            AffineStep {
+                                a: eye.clone(),
+                                b: input(1.0),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        decayed_write_step(&mut s, &k, &v, x);
+                        (
+                            s,
+                            AffineStep {
+                                a: &eye * x,
+                                b: input(1.0),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        gated_rule_step(&mut s, &k, &v, x);
+                        (
+                            s,
+                            AffineStep {
+                                a: &eye * (1.0 - x),
+                                b: input(x),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        delta_rule_step(&mut s, &k, &v, x);
+                        let a = delta_transition(&k, x);
+                        (s, AffineStep { a, b: input(x) })
+                    },
+                ];
+                for (stepped, affine) in rules {
+                    assert_relative_eq!(
+                        affine.apply(&w),
+                        stepped,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_decayed_write_fades_every_association_by_a() {
+        // Orthonormal keys: after a write at k2, the read at k1 is a v1.
+        for seed in 0..5 {
+            let [keys, values, memory] = appendix_a(seed, 8, 4);
+            let (k1, k2) = (keys.row(0), keys.row(1));
+            for a in [0.0, 0.5, 0.9, 1.0] {
+                let mut w = memory.clone();
+                decayed_write_step(&mut w, &k2, &values.row(2), a);
+                assert_relative_eq!(
+                    w.dot(&k1),
+                    &values.row(0) * a,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                let want = &values.row(1) * a + &values.row(2);
+                assert_relative_eq!(
+                    w.dot(&k2),
+                    want,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_z_normalised_read_divides_an_overwritten_value_by_the_number_of_writes()
+     {
+        // One key written n times with β = 1: W k̄ = v_n, but z = n k̄, so
+        // the read W q̄ / zᵀ q̄ at q̄ = k̄ is v_n / n. Sum normalisation alone
+        // reads v_n.
+        for seed in 0..5 {
+            for (p, m) in [(2, 1), (8, 4), (16, 3)] {
+                let mut rng = seeded(seed);
+                let key = Array1::from_shape_fn(p, |i| f64::from(i == 1));
+                let values = randn(&mut rng, 6, m);
+                let mut w = Array2::zeros((m, p));
+                let mut z = Array1::<f64>::zeros(p);
+                for (n, v) in values.rows().into_iter().enumerate() {
+                    delta_rule_step(&mut w, &key, &v, 1.0);
+                    z += &key;
+                    let writes = (n + 1) as f64;
+                    let with_z = w.dot(&key) / z.dot(&key);
+                    assert_relative_eq!(
+                        with_z,
+                        &v / writes,
+                        max_relative = 1e-12
+                    );
+                    assert_relative_eq!(w.dot(&key), v, max_relative = 1e-12);
+                }
             }
         }
     }
