@@ -991,7 +991,7 @@ mod tests {
                     max_relative = 1e-10,
                     epsilon = 1e-12
                 );
-                let want = &values.row(1) * a + &values.row(2);
+                let want = &values.row(1) * a + values.row(2);
                 assert_relative_eq!(
                     w.dot(&k2),
                     want,
