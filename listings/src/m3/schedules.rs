@@ -3,8 +3,10 @@
 //! recurrent form carries S: (m, p) and z: (p) one token at a time, and the
 //! chunkwise form does both: a masked product inside each chunk of C
 //! tokens, the carried state between chunks. Then why they agree (the
-//! state's Jacobian is the identity), what each one holds, and how long
-//! each one takes on the machine that builds the book.
+//! state's Jacobian is the identity), what chunking needs in general (an
+//! update affine in the state), what each one holds, how long each one
+//! takes on the machine that builds the book, and the backward pass with a
+//! fixed state.
 //!
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
 

@@ -1,8 +1,11 @@
 //! Chapter "The delta rule": the paper's update rule, which reads what the
 //! memory holds for a key before it writes, and writes only a correction
-//! (Schlag et al. 2021, §4.2); its write strength β, its sum normalisation,
-//! the gated rule of Appendix A it is compared with, and the chunkwise form
-//! that trains in parallel (Yang et al. 2024).
+//! (Schlag et al. 2021, §4.2); the rule as one gradient step on a
+//! regression loss and as a transition I − β k̄ k̄ᵀ; its write strength β,
+//! its sum normalisation, the gated rule of Appendix A and the decaying
+//! memory it is compared with, the chunkwise form that trains in parallel
+//! (Yang et al. 2024), derived through the WY representation, and the
+//! backward pass that undoes each write.
 //!
 //! Shapes: feature-mapped keys and queries phi_k, phi_q: (N, p), values
 //! v: (N, m), write strengths beta: (N). The memory W is (m, p), values by
