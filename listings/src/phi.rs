@@ -321,6 +321,43 @@ mod feature_map_claims {
     }
 
     #[test]
+    fn favor_plus_of_inputs_scaled_by_d_to_the_minus_quarter_estimates_the_softmax_kernel()
+     {
+        // Softmax uses exp(qᵀk / √d). Scaling q and k by d^(−1/4) each
+        // turns FAVOR+'s target exp(qᵀk) into it; unscaled, the estimate
+        // misses it.
+        for seed in 0..5 {
+            for (d, r) in [(4, 8), (16, 16)] {
+                let mut rng = seeded(200 + seed);
+                let mut draw = || {
+                    let x = randn(&mut rng, 1, d).row(0).to_owned();
+                    &x / x.dot(&x).sqrt()
+                };
+                // Length 2 each, cosine −3/4: qᵀk = −3, far from −3/√d.
+                let (q, u) = (draw() * 2.0, draw());
+                let u = &u - &(&q * (u.dot(&q) / 4.0));
+                let u = &u / u.dot(&u).sqrt();
+                let k = &q * -0.75 + &u * (2.0 * (1.0 - 0.5625_f64).sqrt());
+                let softmax = (q.dot(&k) / (d as f64).sqrt()).exp();
+                let shrink = (d as f64).powf(-0.25);
+                let (q_s, k_s) = (&q * shrink, &k * shrink);
+                let (mean, se) =
+                    favor_mean_and_error(&q_s, &k_s, r, 4000, true, seed);
+                assert!(
+                    (mean - softmax).abs() < 4.0 * se,
+                    "d {d} seed {seed}: {mean} vs {softmax} ± {se}"
+                );
+                let (raw, raw_se) =
+                    favor_mean_and_error(&q, &k, r, 4000, true, seed);
+                assert!(
+                    (raw - softmax).abs() > 4.0 * raw_se.max(se),
+                    "d {d} seed {seed}: unscaled {raw} vs {softmax}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn favor_projection_is_orthogonal_within_blocks_of_d() {
         for seed in 0..5 {
             for (d, r) in [(4, 4), (4, 10), (8, 3)] {

@@ -16,6 +16,7 @@ use listings::m3::cost::softmax_attention_tiled;
 use listings::m3::fast_weight_memory::{
     linear_attention_parallel, linear_attention_recurrent,
 };
+use listings::m3::schedules::linear_attention_backward;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -228,4 +229,24 @@ fn tiled_softmax_peak_memory_grows_linearly_in_n() {
         .collect();
     assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
     assert!(extra[0].1 < 512 * 512 * float / 4, "{extra:?}");
+}
+
+#[test]
+fn backward_pass_holds_a_fixed_state_whatever_n() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (d, m) = (16, 8);
+    let float = std::mem::size_of::<f64>();
+    let extra: Vec<(usize, usize)> = [256, 1024, 4096]
+        .into_iter()
+        .map(|n| {
+            let [q, k, v] = random_inputs(4, n, d, m);
+            let g = random_inputs(5, n, d, m)[2].clone();
+            let used = usage(|| linear_attention_backward(&q, &k, &v, &g));
+            // Beyond the gradients it returns, (N, d) twice and (N, m):
+            (n, used.peak_extra - n * (2 * d + m) * float)
+        })
+        .collect();
+    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    // S, z, R, r and a few rows: a handful of (m, d) matrices.
+    assert!(extra[0].1 <= 8 * (m * d + 4 * d) * float, "{extra:?}");
 }

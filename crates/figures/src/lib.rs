@@ -41,6 +41,10 @@ pub const ALL: &[Figure] = &[
         render: paper::favor_spread_figure,
     },
     Figure {
+        name: "dpfp-regions",
+        render: paper::dpfp_regions,
+    },
+    Figure {
         name: "capacity-sweep",
         render: paper::capacity_sweep_figure,
     },

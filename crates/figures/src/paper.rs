@@ -300,3 +300,61 @@ pub fn capacity_sweep_figure() -> String {
     }
     themeable(&svg)
 }
+
+/// The paper's Figure 1: DPFP-1 over the plane, one panel per feature, each
+/// a heat map of the feature's value; cells where it is zero stay empty.
+pub fn dpfp_regions() -> String {
+    let n = 31;
+    let extent = 1.0;
+    let grids = listings::paper::feature_maps::dpfp_plane(n, extent);
+    let titles = ["x₁⁺ x₂⁻", "x₂⁺ x₁⁺", "x₁⁻ x₂⁺", "x₂⁻ x₁⁻"];
+    let cell = 2.0 * extent / (n - 1) as f64;
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (620, 620)).into_drawing_area();
+        for ((panel, grid), title) in
+            root.split_evenly((2, 2)).iter().zip(&grids).zip(titles)
+        {
+            let span = -extent - cell / 2.0..extent + cell / 2.0;
+            let mut chart = ChartBuilder::on(panel)
+                .caption(title, ("sans-serif", 17))
+                .margin(8)
+                .x_label_area_size(34)
+                .y_label_area_size(40)
+                .build_cartesian_2d(span.clone(), span)
+                .expect(OK);
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .x_desc("x₁")
+                .y_desc("x₂")
+                .x_labels(5)
+                .y_labels(5)
+                .label_style(("sans-serif", 12))
+                .axis_desc_style(("sans-serif", 14))
+                .draw()
+                .expect(OK);
+            let at =
+                |i: usize| extent * (2.0 * i as f64 / (n - 1) as f64 - 1.0);
+            chart
+                .draw_series(
+                    grid.indexed_iter().filter(|(_, f)| **f > 0.0).map(
+                        |((i, j), &f)| {
+                            let (x, y) = (at(j), at(n - 1 - i));
+                            Rectangle::new(
+                                [
+                                    (x - cell / 2.0, y - cell / 2.0),
+                                    (x + cell / 2.0, y + cell / 2.0),
+                                ],
+                                viridis(f / (extent * extent)).filled(),
+                            )
+                        },
+                    ),
+                )
+                .expect(OK);
+        }
+        root.present().expect(OK);
+    }
+    themeable(&svg)
+}

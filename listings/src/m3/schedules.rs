@@ -3,13 +3,18 @@
 //! recurrent form carries S: (m, p) and z: (p) one token at a time, and the
 //! chunkwise form does both: a masked product inside each chunk of C
 //! tokens, the carried state between chunks. Then why they agree (the
-//! state's Jacobian is the identity), what each one holds, and how long
-//! each one takes on the machine that builds the book.
+//! state's Jacobian is the identity), what chunking needs in general (an
+//! update affine in the state), what each one holds, how long each one
+//! takes on the machine that builds the book, and the backward pass with a
+//! fixed state.
 //!
 //! Shapes: phi_q, phi_k: (N, p), v: (N, m); outputs O: (N, m).
 
 use crate::causal::causal_scores;
-use crate::input::{InputError, check_chunk, check_qkv, finite, normalisers};
+use crate::input::{
+    InputError, check_chunk, check_qkv, finite, nonempty_finite, normalisers,
+    same_cols, same_rows,
+};
 use crate::m3::cost::{
     bytes, fixed_state_floats, group_digits, score_matrix_floats,
 };
@@ -18,7 +23,7 @@ use crate::m3::delete_softmax::{
     sequence_memory,
 };
 use crate::m3::fast_weight_memory::{
-    linear_attention_parallel, linear_attention_recurrent,
+    fast_weight_write, linear_attention_parallel, linear_attention_recurrent,
 };
 use crate::measure::{Clock, Machine, time_once};
 use crate::phi::elu_plus_one;
@@ -169,6 +174,157 @@ pub fn state_jacobian(
     jacobian
 }
 // ANCHOR_END: state_jacobian
+
+// ANCHOR: linear_attention_parallel_backward
+/// The gradients of a loss through causal linear attention, given the
+/// loss's gradient G = ∂L/∂O: (N, m). Scores A = tril(Φ_Q Φ_Kᵀ),
+/// denominators d = A 1, O = diag(1/d) A V.
+pub struct Gradients {
+    pub phi_q: Array2<f64>,
+    pub phi_k: Array2<f64>,
+    pub v: Array2<f64>,
+}
+
+/// Backward through the parallel form, holding the N × N scores:
+/// Ḡ = diag(1/d) G, c = −rowsum(Ḡ ⊙ O), ∂A = tril(Ḡ Vᵀ + c 1ᵀ),
+/// then ∂Φ_Q = ∂A Φ_K, ∂Φ_K = ∂Aᵀ Φ_Q, ∂V = Aᵀ Ḡ.
+pub fn linear_attention_parallel_backward(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    grad_o: &ArrayRef2<f64>,
+) -> Result<Gradients, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    check_grad_o(grad_o, v)?;
+    let a = causal_scores(phi_q, phi_k); // (N, N)
+    let d = a.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
+    let o = a.dot(v) / &d;
+    let g_bar = &grad_o.view() / &d; // ∂L/∂(numerator)
+    let c = -(&g_bar * &o).sum_axis(Axis(1)); // ∂L/∂d, per row
+    let mut grad_a = g_bar.dot(&v.t()) + c.insert_axis(Axis(1));
+    grad_a.indexed_iter_mut().for_each(|((t, j), x)| {
+        if j > t {
+            *x = 0.0; // the future's scores were never used
+        }
+    });
+    Ok(Gradients {
+        phi_q: grad_a.dot(phi_k),
+        phi_k: grad_a.t().dot(phi_q),
+        v: a.t().dot(&g_bar),
+    })
+}
+// ANCHOR_END: linear_attention_parallel_backward
+
+// ANCHOR: linear_attention_backward
+/// Backward through the recurrence with a fixed state (Katharopoulos et
+/// al. 2020, §3.3.1). Forward over t for the queries:
+/// ∂φ(q_t) = S_tᵀ ḡ_t + c_t z_t. Backward over t for keys and values,
+/// carrying R = Σ_{τ≥t} ḡ_τ φ(q_τ)ᵀ and r = Σ_{τ≥t} c_τ φ(q_τ):
+/// ∂φ(k_t) = Rᵀ v_t + r, ∂v_t = R φ(k_t), undoing each write of S and z
+/// on the way back. Here ḡ_t = g_t / d_t, c_t = −ḡ_t · o_t.
+pub fn linear_attention_backward(
+    phi_q: &ArrayRef2<f64>,
+    phi_k: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    grad_o: &ArrayRef2<f64>,
+) -> Result<Gradients, InputError> {
+    check_qkv(phi_q, phi_k, v, true)?;
+    check_grad_o(grad_o, v)?;
+    let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
+    let mut grads = Gradients {
+        phi_q: Array2::zeros((n, p)),
+        phi_k: Array2::zeros((n, p)),
+        v: Array2::zeros((n, m)),
+    };
+    // ḡ_t and c_t from the state S_t, z_t that token t read.
+    let pull = |s: &Array2<f64>, z: &Array1<f64>, t: usize| {
+        let (q, d) = (phi_q.row(t), z.dot(&phi_q.row(t)));
+        let g_bar = &grad_o.row(t) / d;
+        let c = -g_bar.dot(&s.dot(&q)) / d; // −ḡ_t · o_t
+        (g_bar, c)
+    };
+    let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
+    for t in 0..n {
+        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // S_t
+        z += &phi_k.row(t); // z_t
+        let (g_bar, c) = pull(&s, &z, t);
+        let grad_q = s.t().dot(&g_bar) + &z * c;
+        grads.phi_q.row_mut(t).assign(&grad_q);
+    }
+    let (mut r_mat, mut r) = (Array2::zeros((m, p)), Array1::zeros(p));
+    for t in (0..n).rev() {
+        let (g_bar, c) = pull(&s, &z, t); // S, z are S_t, z_t here
+        fast_weight_write(&mut r_mat, &g_bar, &phi_q.row(t)); // R += ḡ φ(q)ᵀ
+        r.scaled_add(c, &phi_q.row(t)); // r += c φ(q)
+        let grad_k = r_mat.t().dot(&v.row(t)) + &r;
+        grads.phi_k.row_mut(t).assign(&grad_k);
+        grads.v.row_mut(t).assign(&r_mat.dot(&phi_k.row(t)));
+        fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t)); // undo
+        z -= &phi_k.row(t);
+    }
+    Ok(grads)
+}
+// ANCHOR_END: linear_attention_backward
+
+/// One gradient per output: grad_o has the shape of v, and is finite.
+pub(crate) fn check_grad_o(
+    grad_o: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+) -> Result<(), InputError> {
+    nonempty_finite("grad_o", grad_o)?;
+    same_rows(("grad_o", grad_o), ("v", v), "one gradient row per output")?;
+    same_cols(("grad_o", grad_o), ("v", v), "one gradient row per output")
+}
+
+// ANCHOR: affine_step
+/// One step of an affine recurrence, S_t = S_{t−1} A_t + B_t, whose
+/// transition A_t and input B_t do not depend on the state.
+/// a: (p, p), b: (m, p).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AffineStep {
+    pub a: Array2<f64>,
+    pub b: Array2<f64>,
+}
+
+impl AffineStep {
+    /// S ↦ S A + B. s: (m, p).
+    pub fn apply(&self, s: &ArrayRef2<f64>) -> Array2<f64> {
+        s.dot(&self.a) + &self.b
+    }
+
+    /// This step, then `next`: S ↦ (S A₁ + B₁) A₂ + B₂, which is one
+    /// step again, with transition A₁ A₂ and input B₁ A₂ + B₂.
+    pub fn then(&self, next: &AffineStep) -> AffineStep {
+        AffineStep {
+            a: self.a.dot(&next.a),
+            b: self.b.dot(&next.a) + &next.b,
+        }
+    }
+}
+// ANCHOR_END: affine_step
+
+// ANCHOR: affine_chunkwise
+/// Run an affine recurrence from S_0 in chunks of `chunk` steps: fold each
+/// chunk's steps into one, then apply it. Returns the state after each
+/// chunk. steps: A_t (p, p), B_t (m, p); s0: (m, p); chunk ≥ 1.
+pub fn affine_chunkwise(
+    steps: &[AffineStep],
+    s0: &ArrayRef2<f64>,
+    chunk: usize,
+) -> Vec<Array2<f64>> {
+    assert!(chunk > 0, "a chunk holds at least one step");
+    let mut state = s0.to_owned();
+    let mut states = Vec::new();
+    for group in steps.chunks(chunk) {
+        let folded = group[1..]
+            .iter()
+            .fold(group[0].clone(), |acc, step| acc.then(step));
+        state = folded.apply(&state); // one step per chunk
+        states.push(state.clone());
+    }
+    states
+}
+// ANCHOR_END: affine_chunkwise
 
 /// The two header lines of a table with one column per form: the
 /// non-causal and causal groups, then N (in a column `first` wide) and the
@@ -713,6 +869,193 @@ mod tests {
             let j = state_jacobian(steps, &Array2::zeros((3, 4)), 1e-3);
             let eye = Array2::<f64>::eye(12);
             assert_relative_eq!(j, eye, epsilon = 1e-8);
+        }
+    }
+
+    /// L = Σ G ⊙ O for the recurrent form: a loss whose gradient with
+    /// respect to O is G.
+    fn weighted_output(
+        phi_q: &Array2<f64>,
+        phi_k: &Array2<f64>,
+        v: &Array2<f64>,
+        g: &Array2<f64>,
+    ) -> f64 {
+        (linear_attention_recurrent(phi_q, phi_k, v).unwrap() * g).sum()
+    }
+
+    #[test]
+    fn the_backward_pass_matches_central_differences() {
+        let h = 1e-6;
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 1, 1), (5, 3, 2), (9, 4, 3)] {
+                let [q, k, v] = random(seed, n, p, m);
+                let g = randn(&mut seeded(seed + 7), n, m);
+                let grads = linear_attention_backward(&q, &k, &v, &g).unwrap();
+                let inputs = [&q, &k, &v];
+                let analytic = [&grads.phi_q, &grads.phi_k, &grads.v];
+                for (which, want) in analytic.iter().enumerate() {
+                    for ((i, j), &dx) in want.indexed_iter() {
+                        let nudged = |delta: f64| {
+                            let mut x = inputs.map(|a| a.clone());
+                            x[which][[i, j]] += delta;
+                            weighted_output(&x[0], &x[1], &x[2], &g)
+                        };
+                        let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                        assert_relative_eq!(
+                            dx,
+                            numeric,
+                            max_relative = 1e-5,
+                            epsilon = 1e-7
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fixed_state_backward_equals_the_parallel_forms_gradient() {
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 2, 1), (7, 4, 3), (100, 8, 5), (513, 6, 4)] {
+                let [q, k, v] = random(seed, n, p, m);
+                let g = randn(&mut seeded(seed + 7), n, m);
+                let fixed = linear_attention_backward(&q, &k, &v, &g).unwrap();
+                let parallel =
+                    linear_attention_parallel_backward(&q, &k, &v, &g).unwrap();
+                for (a, b) in [
+                    (&fixed.phi_q, &parallel.phi_q),
+                    (&fixed.phi_k, &parallel.phi_k),
+                    (&fixed.v, &parallel.v),
+                ] {
+                    // Relative to the largest gradient entry: the first
+                    // query's gradient is zero (o_1 = v_1 whatever q_1).
+                    let scale = [&parallel.phi_q, &parallel.phi_k, &parallel.v]
+                        .iter()
+                        .map(|m| m.fold(0.0_f64, |x, y| x.max(y.abs())))
+                        .fold(0.0, f64::max);
+                    let gap = (a - b).fold(0.0_f64, |x, y| x.max(y.abs()));
+                    assert!(gap <= 1e-10 * scale, "N {n} seed {seed}: {gap:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_gradient_of_the_wrong_shape_is_an_error() {
+        let [q, k, v] = random(0, 6, 3, 2);
+        let g = randn(&mut seeded(1), 6, 3);
+        for run in [
+            linear_attention_backward,
+            linear_attention_parallel_backward,
+        ] {
+            let msg = run(&q, &k, &v, &g).err().unwrap().to_string();
+            assert!(msg.contains("grad_o is [6, 3]"), "{msg}");
+        }
+    }
+
+    /// Random affine steps: A_t = I + noise (not the identity, not
+    /// diagonal), B_t random. p: state width, m: state height.
+    fn affine_steps(
+        seed: u64,
+        n: usize,
+        m: usize,
+        p: usize,
+    ) -> Vec<AffineStep> {
+        let mut rng = seeded(seed);
+        (0..n)
+            .map(|_| AffineStep {
+                a: Array2::eye(p) + randn(&mut rng, p, p) * (0.3 / p as f64),
+                b: randn(&mut rng, m, p),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_affine_steps_are_one_affine_step() {
+        for seed in 0..10 {
+            for (m, p) in [(1, 1), (3, 4), (5, 8)] {
+                let steps = affine_steps(seed, 2, m, p);
+                let s = randn(&mut seeded(seed + 50), m, p);
+                let in_turn = steps[1].apply(&steps[0].apply(&s));
+                let folded = steps[0].then(&steps[1]).apply(&s);
+                assert_relative_eq!(
+                    folded,
+                    in_turn,
+                    max_relative = 1e-12,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
+        // Chunks of 1 are the recurrence; every chunk size lands on the same
+        // state at each chunk boundary, whatever the transitions are.
+        for seed in 0..5 {
+            for (n, m, p) in [(1, 2, 3), (17, 3, 4), (40, 2, 6)] {
+                let steps = affine_steps(seed, n, m, p);
+                let s0 = randn(&mut seeded(seed + 50), m, p);
+                let each = affine_chunkwise(&steps, &s0, 1);
+                for c in [1, 2, 3, 8, 64] {
+                    let chunked = affine_chunkwise(&steps, &s0, c);
+                    assert_eq!(chunked.len(), n.div_ceil(c));
+                    for (i, state) in chunked.iter().enumerate() {
+                        let t = ((i + 1) * c).min(n) - 1; // last step of chunk i
+                        assert_relative_eq!(
+                            *state,
+                            each[t],
+                            max_relative = 1e-10,
+                            epsilon = 1e-10
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sum_rule_is_the_affine_step_with_the_identity_transition() {
+        for seed in 0..5 {
+            let [_, phi_k, v] = random(seed, 6, 4, 3);
+            let mut s = randn(&mut seeded(seed), 3, 4);
+            for t in 0..6 {
+                let mut b = Array2::zeros((3, 4));
+                fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
+                let step = AffineStep {
+                    a: Array2::eye(4),
+                    b,
+                };
+                let want = step.apply(&s);
+                fast_weight_write(&mut s, &v.row(t), &phi_k.row(t));
+                assert_eq!(s, want);
+            }
+        }
+    }
+
+    #[test]
+    fn an_affine_steps_jacobian_is_the_same_at_every_state_but_need_not_be_the_identity()
+     {
+        // What chunking needs: the update is affine in the state, so its
+        // Jacobian does not depend on the state. The tanh step's does.
+        for seed in 0..5 {
+            let step = affine_steps(seed, 1, 3, 4).remove(0);
+            let (s1, s2) = (
+                randn(&mut seeded(seed + 1), 3, 4) * 3.0,
+                randn(&mut seeded(seed + 2), 3, 4) * 3.0,
+            );
+            let j1 = state_jacobian(|s| step.apply(s), &s1, 1e-5);
+            let j2 = state_jacobian(|s| step.apply(s), &s2, 1e-5);
+            assert_relative_eq!(j1, j2, epsilon = 1e-8);
+            assert!(
+                (&j1 - &Array2::<f64>::eye(12))
+                    .iter()
+                    .any(|x| x.abs() > 1e-3)
+            );
+            let squashed = |s: &Array2<f64>| step.apply(s).mapv(f64::tanh);
+            let t1 = state_jacobian(squashed, &s1, 1e-5);
+            let t2 = state_jacobian(squashed, &s2, 1e-5);
+            assert!((&t1 - &t2).iter().any(|x| x.abs() > 1e-3));
         }
     }
 

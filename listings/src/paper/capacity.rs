@@ -246,6 +246,49 @@ mod tests {
     }
 
     #[test]
+    fn exact_reads_for_arbitrary_values_need_orthonormal_keys() {
+        // One-hot values: the total error is ‖K Kᵀ − I‖², zero only for
+        // orthonormal keys. Any other keys miss some value.
+        for seed in 0..10 {
+            for (n, d) in [(2, 2), (3, 5), (8, 8)] {
+                let mut rng = seeded(seed);
+                let ortho = orthonormal_keys(&mut rng, n, d);
+                assert!(one_hot_total_error(&ortho) < 1e-20);
+                let values = one_hot_values(n);
+                let errors = sum_rule_recall(&ortho, &values).unwrap();
+                assert!(errors.iter().all(|&e| e < 1e-12));
+                for keys in [unit_rows(&randn(&mut rng, n, d)), &ortho * 1.1] {
+                    let errors = sum_rule_recall(&keys, &values).unwrap();
+                    assert!(errors.iter().any(|&e| e > 1e-3), "seed {seed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn for_particular_values_overlapping_keys_can_read_exactly() {
+        // Two keys with overlap c and squared length 1 − c, one value for
+        // both: S k_i = v (1 − c + c) = v, exact though not orthonormal.
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let basis = orthonormal_keys(&mut rng, 2, 4);
+            let (e1, e2) = (basis.row(0), basis.row(1));
+            for c in [0.1, 0.3, 0.45] {
+                // k = a e1 ± b e2 with a² − b² = c and a² + b² = 1 − c.
+                let (a, b) = (0.5_f64.sqrt(), (0.5_f64 - c).sqrt());
+                let k1 = &e1 * a + &e2 * b;
+                let k2 = &e1 * a - &e2 * b;
+                assert_relative_eq!(k1.dot(&k2), c, epsilon = 1e-12);
+                let keys = ndarray::stack![ndarray::Axis(0), k1, k2];
+                let v = randn(&mut rng, 1, 3).row(0).to_owned();
+                let values = ndarray::stack![ndarray::Axis(0), v, v];
+                let errors = sum_rule_recall(&keys, &values).unwrap();
+                assert!(errors.iter().all(|&e| e < 1e-12), "c {c}");
+            }
+        }
+    }
+
+    #[test]
     fn with_orthonormal_keys_the_sum_rule_recalls_up_to_d_exactly() {
         for seed in 0..10 {
             for d in [1, 2, 8, 33] {

@@ -1,8 +1,11 @@
 //! Chapter "The delta rule": the paper's update rule, which reads what the
 //! memory holds for a key before it writes, and writes only a correction
-//! (Schlag et al. 2021, §4.2); its write strength β, its sum normalisation,
-//! the gated rule of Appendix A it is compared with, and the chunkwise form
-//! that trains in parallel (Yang et al. 2024).
+//! (Schlag et al. 2021, §4.2); the rule as one gradient step on a
+//! regression loss and as a transition I − β k̄ k̄ᵀ; its write strength β,
+//! its sum normalisation, the gated rule of Appendix A and the decaying
+//! memory it is compared with, the chunkwise form that trains in parallel
+//! (Yang et al. 2024), derived through the WY representation, and the
+//! backward pass that undoes each write.
 //!
 //! Shapes: feature-mapped keys and queries phi_k, phi_q: (N, p), values
 //! v: (N, m), write strengths beta: (N). The memory W is (m, p), values by
@@ -15,6 +18,7 @@ use crate::input::{
     positive_row_sums, same_cols,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
+use crate::m3::schedules::{AffineStep, check_grad_o};
 use crate::phi::map_rows;
 use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -64,6 +68,41 @@ pub fn delta_rule_step(
 }
 // ANCHOR_END: delta_rule_step
 
+// ANCHOR: regression_gradient
+/// The gradient of the regression loss L(W) = ½‖W k̄ − v‖² for one
+/// association: ∇L = (W k̄ − v) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
+pub fn regression_gradient(
+    memory: &ArrayRef2<f64>,
+    k_bar: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+) -> Array2<f64> {
+    let error = memory.dot(k_bar) - v; // what the read gets wrong
+    let mut gradient = Array2::zeros(memory.raw_dim());
+    fast_weight_write(&mut gradient, &error, k_bar); // (W k̄ − v) k̄ᵀ
+    gradient
+}
+// ANCHOR_END: regression_gradient
+
+/// The regression loss ½‖W k̄ − v‖² of one association.
+pub fn regression_loss(
+    memory: &ArrayRef2<f64>,
+    k_bar: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+) -> f64 {
+    let error = memory.dot(k_bar) - v;
+    0.5 * error.dot(&error)
+}
+
+// ANCHOR: delta_transition
+/// The delta rule's transition A = I − β k̄ k̄ᵀ, with which one write is
+/// W_t = W_{t−1} A + β v k̄ᵀ. k_bar: (p); returns A: (p, p).
+pub fn delta_transition(k_bar: &ArrayRef1<f64>, beta: f64) -> Array2<f64> {
+    let mut a = Array2::eye(k_bar.len());
+    fast_weight_write(&mut a, &k_bar.mapv(|x| -beta * x), k_bar);
+    a
+}
+// ANCHOR_END: delta_transition
+
 // ANCHOR: gated_rule_step
 /// The gated rule of Peng et al. (2021), as Appendix A of the paper writes
 /// it: W ← (1 − β) W + β v kᵀ. memory: (m, p), k: (p), v: (m).
@@ -77,6 +116,21 @@ pub fn gated_rule_step(
     fast_weight_write(memory, &v.mapv(|x| x * beta), k); // ... v kᵀ comes in
 }
 // ANCHOR_END: gated_rule_step
+
+// ANCHOR: decayed_write_step
+/// The decaying memory of the module's code walkthrough (`train_hope.py`):
+/// memory ← a · memory + v kᵀ, one decay a per token.
+/// memory: (m, p), k: (p), v: (m).
+pub fn decayed_write_step(
+    memory: &mut Array2<f64>,
+    k: &ArrayRef1<f64>,
+    v: &ArrayRef1<f64>,
+    a: f64,
+) {
+    *memory *= a; // every association fades by a ...
+    fast_weight_write(memory, v, k); // ... and v kᵀ is added at full strength
+}
+// ANCHOR_END: decayed_write_step
 
 // ANCHOR: delta_rule_recurrent
 /// What a delta-rule layer returns: the reads Y: (N, m) and the memory
@@ -144,11 +198,43 @@ pub fn forward_substitution(
 }
 // ANCHOR_END: forward_substitution
 
+// ANCHOR: ut_transform
+/// The UT transform of a chunk, T = (I + A)⁻¹ diag(β) with
+/// A = tril(diag(β) K̄ K̄ᵀ, −1), by forward substitution.
+/// k_bar: (C, p), beta: (C); returns T: (C, C), lower triangular.
+pub fn ut_transform(
+    k_bar: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+) -> Array2<f64> {
+    let mut a = k_bar.dot(&k_bar.t()); // K̄ K̄ᵀ, then keep below the diagonal
+    a.indexed_iter_mut()
+        .for_each(|((i, j), x)| *x = if j < i { beta[i] * *x } else { 0.0 });
+    forward_substitution(&a, &Array2::from_diag(&beta.view()))
+}
+// ANCHOR_END: ut_transform
+
+// ANCHOR: wy_representation
+/// A chunk of delta-rule writes folded into one affine step (the WY form):
+/// with T the UT transform, K̂ = T K̄ and V̂ = T V, the chunk maps
+/// W ↦ W (I − K̂ᵀ K̄) + V̂ᵀ K̄. k_bar: (C, p), v: (C, m), beta: (C).
+pub fn wy_representation(
+    k_bar: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+) -> AffineStep {
+    let t = ut_transform(k_bar, beta);
+    let (k_hat, v_hat) = (t.dot(k_bar), t.dot(v)); // (C, p), (C, m)
+    AffineStep {
+        a: Array2::eye(k_bar.ncols()) - k_hat.t().dot(k_bar),
+        b: v_hat.t().dot(k_bar),
+    }
+}
+// ANCHOR_END: wy_representation
+
 // ANCHOR: delta_rule_chunkwise
 /// The delta-rule layer in chunks of C tokens (Yang et al. 2024, in the
 /// book's orientation). Per chunk, with K̄, Q̄: (C, p), V: (C, m), W_0 the
-/// memory before it: A = tril(diag(β) K̄ K̄ᵀ, −1), T = (I + A)⁻¹ diag(β),
-/// U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
+/// memory before it and T the UT transform: U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
 pub fn delta_rule_chunkwise(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
@@ -172,11 +258,8 @@ pub fn delta_rule_chunkwise(
             q_all.slice(s![start..end, ..]),
         );
         let (vc, b) = (v.slice(s![start..end, ..]), beta.slice(s![start..end]));
-        let mut a = k.dot(&k.t()); // A = tril(diag(β) K̄ K̄ᵀ, −1)
-        a.indexed_iter_mut()
-            .for_each(|((i, j), x)| *x = if j < i { b[i] * *x } else { 0.0 });
-        let t = forward_substitution(&a, &Array2::from_diag(&b));
-        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // (C, m)
+        let t = ut_transform(&k, &b);
+        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // V̂ − K̂ W_0ᵀ
         let scores = causal_scores(&q, &k); // tril(Q̄ K̄ᵀ), diagonal included
         let y = q.dot(&memory.t()) + scores.dot(&u);
         output.slice_mut(s![start..end, ..]).assign(&y);
@@ -186,6 +269,63 @@ pub fn delta_rule_chunkwise(
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_chunkwise
+
+// ANCHOR: delta_rule_backward
+/// What the delta rule's backward pass returns: the gradients of the loss
+/// with respect to q̄, k̄: (N, p), v: (N, m) and β: (N).
+pub struct DeltaGradients {
+    pub q_bar: Array2<f64>,
+    pub k_bar: Array2<f64>,
+    pub v: Array2<f64>,
+    pub beta: Array1<f64>,
+}
+
+/// Backward through W_t = W_{t−1} + u_t k̄_tᵀ, u_t = β_t (v_t − W_{t−1} k̄_t),
+/// y_t = W_t q̄_t, given G = ∂L/∂Y: (N, m). The forward sweep keeps each
+/// inserted vector u_t and the last memory; the backward sweep carries
+/// D = ∂L/∂W_t and undoes each write, W_{t−1} = W_t − u_t k̄_tᵀ.
+/// q_bar, k_bar: (N, p), already normalised; v: (N, m); beta: (N).
+pub fn delta_rule_backward(
+    q_bar: &ArrayRef2<f64>,
+    k_bar: &ArrayRef2<f64>,
+    v: &ArrayRef2<f64>,
+    beta: &ArrayRef1<f64>,
+    grad_y: &ArrayRef2<f64>,
+) -> Result<DeltaGradients, InputError> {
+    check_delta(q_bar, k_bar, v, beta)?;
+    check_grad_o(grad_y, v)?;
+    let (n, p, m) = (k_bar.nrows(), k_bar.ncols(), v.ncols());
+    let mut w = Array2::zeros((m, p));
+    let mut inserted = Array2::zeros((n, m)); // u_t, one row per token
+    for t in 0..n {
+        let v_bar = delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+        inserted
+            .row_mut(t)
+            .assign(&((&v.row(t) - &v_bar) * beta[t]));
+    }
+    let mut grads = DeltaGradients {
+        q_bar: Array2::zeros((n, p)),
+        k_bar: Array2::zeros((n, p)),
+        v: Array2::zeros((n, m)),
+        beta: Array1::zeros(n),
+    };
+    let mut d = Array2::<f64>::zeros((m, p)); // ∂L/∂W_t
+    for t in (0..n).rev() {
+        let (k, u, g) = (k_bar.row(t), inserted.row(t), grad_y.row(t));
+        grads.q_bar.row_mut(t).assign(&w.t().dot(&g)); // y_t = W_t q̄_t
+        fast_weight_write(&mut d, &g, &q_bar.row(t)); // D += g_t q̄_tᵀ
+        fast_weight_write(&mut w, &(-&u), &k); // undo: W is W_{t−1}
+        let e = d.dot(&k); // ∂L/∂u_t
+        let v_bar = w.dot(&k);
+        grads.v.row_mut(t).assign(&(&e * beta[t]));
+        grads.beta[t] = e.dot(&(&v.row(t) - &v_bar));
+        let grad_k = d.t().dot(&u) - w.t().dot(&e) * beta[t];
+        grads.k_bar.row_mut(t).assign(&grad_k);
+        fast_weight_write(&mut d, &(&e * -beta[t]), &k); // D (I − β k̄ k̄ᵀ)
+    }
+    Ok(grads)
+}
+// ANCHOR_END: delta_rule_backward
 
 /// One row of the Appendix A comparison at write strength β.
 pub struct AppendixARow {
@@ -509,6 +649,204 @@ mod tests {
         }
     }
 
+    /// A random memory, key, value: the key sum-normalised (`normalised`)
+    /// or raw Gaussian, so the claims are checked for any key.
+    fn association(
+        seed: u64,
+        m: usize,
+        p: usize,
+        normalised: bool,
+    ) -> (Array2<f64>, Array1<f64>, Array1<f64>) {
+        let mut rng = seeded(seed);
+        let w = randn(&mut rng, m, p);
+        let raw = randn(&mut rng, 1, p).row(0).to_owned();
+        let k = if normalised {
+            sum_normalise(&elu_plus_one(&raw))
+        } else {
+            raw
+        };
+        let v = randn(&mut rng, 1, m).row(0).to_owned();
+        (w, k, v)
+    }
+
+    #[test]
+    fn the_regression_gradient_matches_central_differences() {
+        let h = 1e-6;
+        for seed in 0..5 {
+            for (m, p, normalised) in
+                [(1, 1, true), (3, 8, false), (5, 6, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                let gradient = regression_gradient(&w, &k, &v);
+                for ((a, b), &g) in gradient.indexed_iter() {
+                    let (mut up, mut down) = (w.clone(), w.clone());
+                    up[[a, b]] += h;
+                    down[[a, b]] -= h;
+                    let numeric = (regression_loss(&up, &k, &v)
+                        - regression_loss(&down, &k, &v))
+                        / (2.0 * h);
+                    assert_relative_eq!(
+                        g,
+                        numeric,
+                        max_relative = 1e-6,
+                        epsilon = 1e-8
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_delta_write_is_one_gradient_step_on_the_regression_loss() {
+        // W − β (W k̄ − v) k̄ᵀ = W + β (v − W k̄) k̄ᵀ: the same matrix, for
+        // any memory, any key (normalised or not), any value and any β.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                for beta in [0.0, 0.3, 1.0, 1.7] {
+                    let descended =
+                        &w - &(regression_gradient(&w, &k, &v) * beta);
+                    let mut written = w.clone();
+                    delta_rule_step(&mut written, &k, &v, beta);
+                    assert_relative_eq!(
+                        written,
+                        descended,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_step_multiplies_the_loss_by_one_minus_beta_norm_squared_squared() {
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (mut w, k, v) = association(seed, m, p, normalised);
+                let before = regression_loss(&w, &k, &v);
+                for beta in [0.0, 0.25, 0.5, 1.0] {
+                    let kept = w.clone();
+                    delta_rule_step(&mut w, &k, &v, beta);
+                    let factor = (1.0 - beta * k.dot(&k)).powi(2);
+                    assert_relative_eq!(
+                        regression_loss(&w, &k, &v),
+                        factor * before,
+                        max_relative = 1e-9,
+                        epsilon = 1e-12
+                    );
+                    w = kept;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_write_is_the_memory_times_the_transition_plus_the_new_association() {
+        // W_t = W_{t−1} (I − β k̄ k̄ᵀ) + β v k̄ᵀ.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                for beta in [0.0, 0.4, 1.0] {
+                    let mut want = w.dot(&delta_transition(&k, beta));
+                    fast_weight_write(&mut want, &v.mapv(|x| beta * x), &k);
+                    let mut written = w.clone();
+                    delta_rule_step(&mut written, &k, &v, beta);
+                    assert_relative_eq!(
+                        written,
+                        want,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    /// A vector orthogonal to k: a random one with its k part removed.
+    fn orthogonal_to(k: &Array1<f64>, seed: u64) -> Array1<f64> {
+        let x = randn(&mut seeded(seed + 100), 1, k.len()).row(0).to_owned();
+        &x - &(k * (x.dot(k) / k.dot(k)))
+    }
+
+    #[test]
+    fn the_transition_scales_the_key_by_one_minus_beta_norm_squared_and_keeps_the_rest()
+     {
+        // Eigenvalues: 1 − β‖k̄‖² along k̄, 1 on the p − 1 directions
+        // orthogonal to it.
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (_, k, _) = association(seed, 1, p, normalised);
+                let u = orthogonal_to(&k, seed);
+                for beta in [0.0, 0.5, 1.0, 2.0] {
+                    let a = delta_transition(&k, beta);
+                    let lambda = 1.0 - beta * k.dot(&k);
+                    assert_relative_eq!(
+                        a.dot(&k),
+                        &k * lambda,
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                    assert_relative_eq!(
+                        a.dot(&u),
+                        u,
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                    assert_eq!(a, a.t()); // symmetric: real eigenvalues
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_transition_never_lengthens_a_memory_row_exactly_when_beta_norm_squared_is_in_0_2()
+     {
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (w, k, _) = association(seed, 6, p, normalised);
+                let n2 = k.dot(&k);
+                for step in [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0] {
+                    let a = delta_transition(&k, step / n2);
+                    // Inside [0, 2] no row of any memory grows ...
+                    for row in w.rows() {
+                        let after = crate::linalg::norm(&row.dot(&a));
+                        let grows =
+                            after > crate::linalg::norm(&row) * (1.0 + 1e-12);
+                        assert!(!grows || step > 2.0, "seed {seed}: {step}");
+                    }
+                    // ... outside it the key's own direction does.
+                    let along = crate::linalg::norm(&k.dot(&a));
+                    let grows = along > crate::linalg::norm(&k) * (1.0 + 1e-12);
+                    assert_eq!(grows, step > 2.0, "seed {seed}: {step}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn with_beta_norm_squared_two_the_transition_is_a_householder_reflection() {
+        for seed in 0..10 {
+            for (p, normalised) in [(2, true), (8, false), (16, true)] {
+                let (_, k, _) = association(seed, 1, p, normalised);
+                let a = delta_transition(&k, 2.0 / k.dot(&k));
+                let eye = Array2::<f64>::eye(p);
+                assert_relative_eq!(a.dot(&a), eye, epsilon = 1e-12);
+                assert_relative_eq!(a.dot(&k), -&k, epsilon = 1e-12);
+                // At β‖k̄‖² = 1 it is a projection instead: k̄ is sent to 0.
+                let proj = delta_transition(&k, 1.0 / k.dot(&k));
+                assert_relative_eq!(proj.dot(&proj), proj, epsilon = 1e-12);
+                assert!(crate::linalg::norm(&proj.dot(&k)) < 1e-12);
+            }
+        }
+    }
+
     #[test]
     fn a_delta_write_moves_the_read_beta_times_norm_squared_of_the_way() {
         // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key.
@@ -579,6 +917,128 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_rule_is_an_affine_step_with_its_own_transition() {
+        // sum: A = I; decayed: A = a I; gated: A = (1 − β) I with input
+        // β v kᵀ; delta: A = I − β k̄ k̄ᵀ with input β v k̄ᵀ.
+        for seed in 0..5 {
+            let (w, k, v) = association(seed, 3, 6, true);
+            let (p, m) = (k.len(), v.len());
+            let input = |scale: f64| {
+                let mut b = Array2::zeros((m, p));
+                fast_weight_write(&mut b, &v.mapv(|x| scale * x), &k);
+                b
+            };
+            let eye = Array2::<f64>::eye(p);
+            for x in [0.0, 0.3, 0.9, 1.0] {
+                let rules: [(Array2<f64>, AffineStep); 4] = [
+                    {
+                        let mut s = w.clone();
+                        fast_weight_write(&mut s, &v, &k);
+                        (
+                            s,
+                            AffineStep {
+                                a: eye.clone(),
+                                b: input(1.0),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        decayed_write_step(&mut s, &k, &v, x);
+                        (
+                            s,
+                            AffineStep {
+                                a: &eye * x,
+                                b: input(1.0),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        gated_rule_step(&mut s, &k, &v, x);
+                        (
+                            s,
+                            AffineStep {
+                                a: &eye * (1.0 - x),
+                                b: input(x),
+                            },
+                        )
+                    },
+                    {
+                        let mut s = w.clone();
+                        delta_rule_step(&mut s, &k, &v, x);
+                        let a = delta_transition(&k, x);
+                        (s, AffineStep { a, b: input(x) })
+                    },
+                ];
+                for (stepped, affine) in rules {
+                    assert_relative_eq!(
+                        affine.apply(&w),
+                        stepped,
+                        max_relative = 1e-12,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_decayed_write_fades_every_association_by_a() {
+        // Orthonormal keys: after a write at k2, the read at k1 is a v1.
+        for seed in 0..5 {
+            let [keys, values, memory] = appendix_a(seed, 8, 4);
+            let (k1, k2) = (keys.row(0), keys.row(1));
+            for a in [0.0, 0.5, 0.9, 1.0] {
+                let mut w = memory.clone();
+                decayed_write_step(&mut w, &k2, &values.row(2), a);
+                assert_relative_eq!(
+                    w.dot(&k1),
+                    &values.row(0) * a,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                let want = &values.row(1) * a + values.row(2);
+                assert_relative_eq!(
+                    w.dot(&k2),
+                    want,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_z_normalised_read_divides_an_overwritten_value_by_the_number_of_writes()
+     {
+        // One key written n times with β = 1: W k̄ = v_n, but z = n k̄, so
+        // the read W q̄ / zᵀ q̄ at q̄ = k̄ is v_n / n. Sum normalisation alone
+        // reads v_n.
+        for seed in 0..5 {
+            for (p, m) in [(2, 1), (8, 4), (16, 3)] {
+                let mut rng = seeded(seed);
+                let key = Array1::from_shape_fn(p, |i| f64::from(i == 1));
+                let values = randn(&mut rng, 6, m);
+                let mut w = Array2::zeros((m, p));
+                let mut z = Array1::<f64>::zeros(p);
+                for (n, v) in values.rows().into_iter().enumerate() {
+                    delta_rule_step(&mut w, &key, &v, 1.0);
+                    z += &key;
+                    let writes = (n + 1) as f64;
+                    let with_z = w.dot(&key) / z.dot(&key);
+                    assert_relative_eq!(
+                        with_z,
+                        &v / writes,
+                        max_relative = 1e-12
+                    );
+                    assert_relative_eq!(w.dot(&key), v, max_relative = 1e-12);
+                }
+            }
+        }
+    }
+
     fn random_layer(
         seed: u64,
         n: usize,
@@ -640,6 +1100,179 @@ mod tests {
                     max_relative = 1e-9,
                     epsilon = 1e-9
                 );
+            }
+        }
+    }
+
+    /// One delta-rule write as an affine step: A = I − β k̄ k̄ᵀ, B = β v k̄ᵀ.
+    fn delta_step(
+        k: &ArrayRef1<f64>,
+        v: &ArrayRef1<f64>,
+        beta: f64,
+    ) -> AffineStep {
+        let mut b = Array2::zeros((v.len(), k.len()));
+        fast_weight_write(&mut b, &v.mapv(|x| beta * x), k);
+        AffineStep {
+            a: delta_transition(k, beta),
+            b,
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_delta_writes_folds_into_the_wy_form() {
+        // The product of C transitions is I − K̂ᵀ K̄, a rank-C correction of
+        // the identity, and the folded inputs are V̂ᵀ K̄.
+        for seed in 0..5 {
+            for (c, d, m, nu) in
+                [(1, 4, 3, None), (5, 4, 2, Some(1)), (12, 3, 4, Some(2))]
+            {
+                let (_, k, v, beta) = random_layer(seed, c, d, m, nu);
+                let k_bar = map_rows(&k, sum_normalise);
+                let folded = (1..c).fold(
+                    delta_step(&k_bar.row(0), &v.row(0), beta[0]),
+                    |acc, t| {
+                        acc.then(&delta_step(&k_bar.row(t), &v.row(t), beta[t]))
+                    },
+                );
+                let wy = wy_representation(&k_bar, &v, &beta);
+                assert_relative_eq!(
+                    wy.a,
+                    folded.a,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                assert_relative_eq!(
+                    wy.b,
+                    folded.b,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                // And applied to a memory, it is the chunk of writes.
+                let mut w = randn(&mut seeded(seed + 9), m, k.ncols());
+                let start = w.clone();
+                for t in 0..c {
+                    delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+                }
+                assert_relative_eq!(
+                    wy.apply(&start),
+                    w,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    /// The layer on keys and queries that are already normalised, so that
+    /// finite differences can nudge k̄ and q̄ themselves; L = Σ G ⊙ Y.
+    fn weighted_reads(
+        q: &Array2<f64>,
+        k: &Array2<f64>,
+        v: &Array2<f64>,
+        beta: &Array1<f64>,
+        g: &Array2<f64>,
+    ) -> f64 {
+        let mut w = Array2::zeros((v.ncols(), k.ncols()));
+        let mut loss = 0.0;
+        for t in 0..k.nrows() {
+            delta_rule_step(&mut w, &k.row(t), &v.row(t), beta[t]);
+            loss += w.dot(&q.row(t)).dot(&g.row(t));
+        }
+        loss
+    }
+
+    /// A random layer with its keys and queries sum-normalised, and a
+    /// random gradient G of the reads.
+    fn normalised_layer(
+        seed: u64,
+        n: usize,
+        d: usize,
+        m: usize,
+    ) -> ([Array2<f64>; 4], Array1<f64>) {
+        let (q, k, v, beta) = random_layer(seed, n, d, m, None);
+        let g = randn(&mut seeded(seed + 11), n, m);
+        let [q, k] = [q, k].map(|a| map_rows(&a, sum_normalise));
+        ([q, k, v, g], beta)
+    }
+
+    #[test]
+    fn the_delta_rule_backward_pass_matches_finite_differences() {
+        let h = 1e-6;
+        for seed in 0..4 {
+            for (n, d, m) in [(1, 2, 1), (6, 3, 2), (12, 4, 3)] {
+                let ([q, k, v, g], beta) = normalised_layer(seed, n, d, m);
+                let grads = delta_rule_backward(&q, &k, &v, &beta, &g).unwrap();
+                let loss = |x: &[Array2<f64>; 3], b: &Array1<f64>| {
+                    weighted_reads(&x[0], &x[1], &x[2], b, &g)
+                };
+                let inputs = [q.clone(), k.clone(), v.clone()];
+                for (which, want) in
+                    [&grads.q_bar, &grads.k_bar, &grads.v].iter().enumerate()
+                {
+                    for ((i, j), &dx) in want.indexed_iter() {
+                        let nudged = |delta: f64| {
+                            let mut x = inputs.clone();
+                            x[which][[i, j]] += delta;
+                            loss(&x, &beta)
+                        };
+                        let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                        assert_relative_eq!(
+                            dx,
+                            numeric,
+                            max_relative = 1e-5,
+                            epsilon = 1e-7
+                        );
+                    }
+                }
+                for t in 0..n {
+                    let nudged = |delta: f64| {
+                        let mut b = beta.clone();
+                        b[t] += delta;
+                        loss(&inputs, &b)
+                    };
+                    let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
+                    assert_relative_eq!(
+                        grads.beta[t],
+                        numeric,
+                        max_relative = 1e-5,
+                        epsilon = 1e-7
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn subtracting_the_inserted_vectors_recovers_every_earlier_memory() {
+        // Even where the transition I − β k̄ k̄ᵀ has no inverse (one-hot keys
+        // with β = 1), undoing a write is one subtraction of u_t k̄_tᵀ.
+        for seed in 0..4 {
+            let (n, p, m) = (1000, 6, 4);
+            let mut rng = seeded(seed);
+            let keys =
+                map_rows(&elu_plus_one(&randn(&mut rng, n, p)), sum_normalise);
+            let v = randn(&mut rng, n, m);
+            let mut w = Array2::zeros((m, p));
+            let mut states = vec![w.clone()];
+            let mut inserted = Vec::new();
+            for t in 0..n {
+                let (k, beta) = if t % 7 == 0 {
+                    (Array1::from_shape_fn(p, |i| f64::from(i == t % p)), 1.0)
+                } else {
+                    (keys.row(t).to_owned(), 0.9)
+                };
+                if t % 7 == 0 {
+                    let a = delta_transition(&k, beta);
+                    assert!(crate::linalg::norm(&a.dot(&k)) < 1e-15); // singular
+                }
+                let v_bar = delta_rule_step(&mut w, &k, &v.row(t), beta);
+                inserted.push(((&v.row(t) - &v_bar) * beta, k));
+                states.push(w.clone());
+            }
+            for t in (0..n).rev() {
+                let (u, k) = &inserted[t];
+                fast_weight_write(&mut w, &(-u), k);
+                assert_relative_eq!(w, states[t], epsilon = 1e-12);
             }
         }
     }

@@ -2,10 +2,11 @@
 //! gives, measured. The maps themselves live in `phi`, shared by every chapter.
 
 use crate::phi::FeatureMap;
+use crate::phi::dpfp;
 use crate::phi::{favor_plus, favor_projection};
 use crate::random::{randn, seeded};
 use crate::table::Table;
-use ndarray::Array1;
+use ndarray::{Array1, Array2, array};
 use std::fmt;
 
 /// How far FAVOR+'s estimate of exp(qᵀk) strays, at r random features.
@@ -193,9 +194,56 @@ impl fmt::Display for MapTable {
     }
 }
 
+// ANCHOR: dpfp_plane
+/// DPFP-1 over the plane, the paper's Figure 1: the four features of
+/// φ(x) for x on an n × n grid over [−extent, extent]². Returns one (n, n)
+/// grid per feature, row i at x₂ from +extent down, column j at x₁ from
+/// −extent up.
+pub fn dpfp_plane(n: usize, extent: f64) -> Vec<Array2<f64>> {
+    let at = |i: usize| extent * (2.0 * i as f64 / (n - 1) as f64 - 1.0);
+    let mut grids = vec![Array2::zeros((n, n)); 4];
+    for i in 0..n {
+        for j in 0..n {
+            let phi = dpfp(&array![at(j), at(n - 1 - i)], 1);
+            for (grid, &f) in grids.iter_mut().zip(&phi) {
+                grid[[i, j]] = f;
+            }
+        }
+    }
+    grids
+}
+// ANCHOR_END: dpfp_plane
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dpfp_plane_lights_each_feature_in_its_own_quadrant() {
+        // Feature 0 lights quadrant IV (x₁ > 0, x₂ < 0), 1 quadrant I,
+        // 2 quadrant II, 3 quadrant III; zero elsewhere, and on the axes.
+        let n = 21;
+        let grids = dpfp_plane(n, 1.0);
+        let quadrant = |i: usize, j: usize| {
+            let (right, up) = (j > n / 2, i < n / 2);
+            match (right, up) {
+                (true, false) => 0,
+                (true, true) => 1,
+                (false, true) => 2,
+                (false, false) => 3,
+            }
+        };
+        for (f, grid) in grids.iter().enumerate() {
+            for ((i, j), &value) in grid.indexed_iter() {
+                let on_axis = i == n / 2 || j == n / 2;
+                let lit = !on_axis && quadrant(i, j) == f;
+                assert_eq!(value > 0.0, lit, "feature {f} at ({i}, {j})");
+            }
+            // At a corner the feature is |x₁| |x₂| = 1.
+            let corner = [(n - 1, n - 1), (0, n - 1), (0, 0), (n - 1, 0)][f];
+            assert_eq!(grid[corner], 1.0);
+        }
+    }
 
     #[test]
     fn favor_plus_spread_matches_its_exact_value_and_falls_like_root_r() {

@@ -234,6 +234,40 @@ mod tests {
     }
 
     #[test]
+    fn weights_with_exact_zeros_still_average_when_their_sum_is_positive() {
+        // DPFP's features are non-negative with exact zeros, so some
+        // similarities are exactly 0. Where a denominator is positive, the
+        // read is still an average: inside the range of the values so far.
+        let (mut zeros, mut reads) = (0, 0);
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            let dpfp = |a: &Array2<f64>| {
+                crate::phi::map_rows(a, |r| crate::phi::dpfp(r, 1))
+            };
+            let phi_q = dpfp(&randn(&mut rng, 20, 3));
+            let phi_k = dpfp(&randn(&mut rng, 20, 3));
+            let v = randn(&mut rng, 20, 4);
+            let scores = crate::causal::causal_scores(&phi_q, &phi_k);
+            let den = causal_denominators(&phi_q, &phi_k).unwrap();
+            let o = linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+            for t in 0..20 {
+                zeros += (0..=t).filter(|&j| scores[[t, j]] == 0.0).count();
+                if den[t] > 0.0 {
+                    reads += 1;
+                    for c in 0..4 {
+                        let past = v.slice(ndarray::s![..=t, c]);
+                        let lo = past.fold(f64::INFINITY, |a, &b| a.min(b));
+                        let hi = past.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                        let y = o[[t, c]];
+                        assert!(y >= lo - 1e-12 && y <= hi + 1e-12);
+                    }
+                }
+            }
+        }
+        assert!(zeros > 20 && reads > 100, "{zeros} zeros, {reads} reads");
+    }
+
+    #[test]
     fn identity_map_reads_are_not_averages_of_the_values() {
         let study = normaliser_study(200, 8, 20);
         let id = study.rows.iter().find(|r| r.name == "identity").unwrap();
