@@ -72,7 +72,8 @@ fn panels(
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         let areas = root.split_evenly(grid);
         for (area, (title, curves)) in areas.iter().zip(&content) {
-            let y = (FLOOR..1.0).log_scale().base(10.0);
+            // Up to 30: the band above a loss of 1 holds the legend.
+            let y = (FLOOR..30.0).log_scale().base(10.0);
             let mut chart = ChartBuilder::on(area)
                 .margin(10)
                 .caption(title, ("sans-serif", 18))
@@ -87,7 +88,7 @@ fn panels(
                 .x_desc("keys n")
                 .y_desc("best loss")
                 .x_labels(4)
-                .y_labels(6)
+                .y_labels(7)
                 .x_label_formatter(&|v| format!("{v:.0}"))
                 .y_label_formatter(&|v| power_label(10, *v))
                 .label_style(("sans-serif", 16))
@@ -151,7 +152,7 @@ fn panels(
                         .expect(OK);
                 }
             }
-            legend(&mut chart, SeriesLabelPosition::LowerRight);
+            legend(&mut chart, SeriesLabelPosition::UpperLeft);
         }
         root.present().expect(OK);
     }
