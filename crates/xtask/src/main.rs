@@ -34,7 +34,7 @@ const USAGE: &str =
           the book build with its checks, the browser check, and the
           checks' own tests
   retrieval  train every model of the retrieval chapter at the paper's
-          scale (release mode, every core, under an hour on two cores) and
+          scale (release mode, every core, about eighty CPU-minutes) and
           rewrite listings/data/retrieval.tsv, which the book's figures read
   bench   time every schedule of the book at f32 on one thread (release
           mode, about three minutes) beside this machine's f32
