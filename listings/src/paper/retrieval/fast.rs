@@ -700,23 +700,7 @@ impl Fast {
                 let y = &mut wk.y;
                 match self.layer {
                     Layer::Softmax => {
-                        let scale = 1.0 / (d as f32).sqrt();
-                        let mut max = f32::NEG_INFINITY;
-                        for t in 0..len {
-                            let key = wk.keys.row(t);
-                            wk.s[t] =
-                                dot(key.as_slice().expect("row"), q) * scale;
-                            max = max.max(wk.s[t]);
-                        }
-                        let mut sum = 0.0;
-                        for t in 0..len {
-                            wk.s[t] = exp(wk.s[t] - max);
-                            sum += wk.s[t];
-                        }
-                        y.fill(0.0);
-                        for t in 0..len {
-                            y[seq.values[t]] += wk.s[t] / sum;
-                        }
+                        softmax_read(&wk.keys, &seq.values, q, &mut wk.s, y);
                     }
                     Layer::Linear(phi, rule) => {
                         phi_into(
@@ -786,27 +770,41 @@ fn loss_and_grad(y: &[f32], target: usize, scale: f32, dy: &mut [f32]) -> f32 {
     0.5 * loss
 }
 
+/// Softmax attention read at the query: the weights a_t of the pairs into
+/// `a`, ŷ (each a_t added at its value) into `y`.
+#[inline(always)]
+fn softmax_read(
+    keys: &Array2<f32>,
+    values: &[usize],
+    q: &[f32],
+    a: &mut [f32],
+    y: &mut [f32],
+) {
+    let a = &mut a[..values.len()];
+    let root = 1.0 / (q.len() as f32).sqrt();
+    let mut max = f32::NEG_INFINITY;
+    for (a, key) in a.iter_mut().zip(keys.rows()) {
+        *a = dot(key.as_slice().expect("row-major"), q) * root;
+        max = max.max(*a);
+    }
+    let mut sum = 0.0;
+    for a in a.iter_mut() {
+        *a = exp(*a - max);
+        sum += *a;
+    }
+    y.fill(0.0);
+    for (a, &v) in a.iter_mut().zip(values) {
+        *a /= sum;
+        y[v] += *a;
+    }
+}
+
 /// Softmax attention read at the query, forward and backward.
 #[inline(always)]
 fn softmax_episode(wk: &mut Work, ep: &Episode, q: &[f32], scale: f32) -> f32 {
     let len = ep.keys.len();
     let root = 1.0 / (q.len() as f32).sqrt();
-    let mut max = f32::NEG_INFINITY;
-    for t in 0..len {
-        let key = wk.keys.row(t);
-        wk.s[t] = dot(key.as_slice().expect("row-major"), q) * root;
-        max = max.max(wk.s[t]);
-    }
-    let mut sum = 0.0;
-    for t in 0..len {
-        wk.s[t] = exp(wk.s[t] - max);
-        sum += wk.s[t];
-    }
-    wk.y.fill(0.0);
-    for t in 0..len {
-        wk.s[t] /= sum; // now the attention weight a_t
-        wk.y[ep.values[t]] += wk.s[t];
-    }
+    softmax_read(&wk.keys, &ep.values, q, &mut wk.s, &mut wk.y);
     let loss = loss_and_grad(&wk.y, ep.target, scale, &mut wk.dy);
     let mean: f32 = (0..len).map(|t| wk.s[t] * wk.dy[ep.values[t]]).sum();
     wk.dq.fill(0.0);
