@@ -28,21 +28,30 @@ use ndarray::{Array2, ArrayRef2, CowArray, Ix2};
 /// have to ask for it.
 macro_rules! in_widest_vectors {
     ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:ident;) => {
+        in_widest_vectors! {
+            $(#[$doc])*
+            fn $wide($($arg: $ty),*) $(-> $ret)?
+                where "avx2" = $body, else $body;
+        }
+    };
+    // The general form: `$wide` runs `$fast` compiled with every feature
+    // listed where this CPU has them all, else `$slow` as baseline code.
+    ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
+        where $($feature:tt),+ = $fast:path, else $slow:path;) => {
         $(#[$doc])*
         fn $wide($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
+                #[target_feature($(enable = $feature),+)]
+                unsafe fn wide($($arg: $ty),*) $(-> $ret)? {
+                    $fast($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: this CPU has AVX2, the one feature `avx2`
-                    // assumes.
-                    return unsafe { avx2($($arg),*) };
+                if true $(&& std::arch::is_x86_feature_detected!($feature))+ {
+                    // SAFETY: this CPU has every feature `wide` assumes.
+                    return unsafe { wide($($arg),*) };
                 }
             }
-            $body($($arg),*)
+            $slow($($arg),*)
         }
     };
 }

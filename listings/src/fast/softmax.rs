@@ -18,60 +18,21 @@ pub const QUERY_BLOCK: usize = 256;
 /// never reaches past the last query of its block of queries.
 pub const KEY_BLOCK: usize = 512;
 
-/// `online_softmax_rows` compiled for AVX2 and FMA where this CPU has both
-/// (asked at run time), else as baseline x86-64 code. Like
-/// `in_widest_vectors!`, plus FMA: the exponential's polynomial is a chain
-/// of multiply–adds, one instruction each when fused.
-fn online_softmax_rows_wide(
-    p: &mut [f32],
-    stride: usize,
-    columns: usize,
-    diagonal: usize,
-    max: &mut [f32],
-    denominator: &mut [f32],
-    out: &mut [f32],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn fused(
-            p: &mut [f32],
-            stride: usize,
-            columns: usize,
-            diagonal: usize,
-            max: &mut [f32],
-            denominator: &mut [f32],
-            out: &mut [f32],
-        ) {
-            online_softmax_rows::<true>(
-                p,
-                stride,
-                columns,
-                diagonal,
-                max,
-                denominator,
-                out,
-            );
-        }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: this CPU has AVX2 and FMA, the features `fused`
-            // assumes.
-            return unsafe {
-                fused(p, stride, columns, diagonal, max, denominator, out)
-            };
-        }
-    }
-    online_softmax_rows::<false>(
-        p,
-        stride,
-        columns,
-        diagonal,
-        max,
-        denominator,
-        out,
-    );
+in_widest_vectors! {
+    /// `online_softmax_rows` compiled for AVX2 and FMA where this CPU has
+    /// both (asked at run time), else as baseline x86-64 code: the
+    /// exponential's polynomial is a chain of multiply–adds, one
+    /// instruction each when fused.
+    fn online_softmax_rows_wide(
+        p: &mut [f32],
+        stride: usize,
+        columns: usize,
+        diagonal: usize,
+        max: &mut [f32],
+        denominator: &mut [f32],
+        out: &mut [f32],
+    ) where "avx2", "fma" = online_softmax_rows::<true>,
+        else online_softmax_rows::<false>;
 }
 
 // ANCHOR: online_softmax_rows
