@@ -822,6 +822,28 @@ mod tests {
     }
 
     #[test]
+    fn hot_exp_kernel_loses_rank_to_the_tolerance_only_at_the_largest_n() {
+        // The chapter's figure: the exp kernel at τ = √d stays within 5% of
+        // rank N at every N; the hot one has rank N at small N, falls more
+        // than 5% below N at the largest, and stays far above the degree-2
+        // Taylor map's p.
+        let d = 4;
+        let p2 = taylor_dimension(d, 2) as usize;
+        for seed in 0..3 {
+            let study =
+                rank_study(&crate::studies::RANK_LENGTHS, d, 16.0, seed);
+            for r in &study.rows {
+                // Within 5% of the diagonal at every N.
+                assert!(20 * r.softmax >= 19 * r.n, "seed {seed}, N = {}", r.n);
+            }
+            let (first, last) = (&study.rows[0], study.rows.last().unwrap());
+            assert_eq!(first.softmax_hot, first.n, "seed {seed}");
+            assert!(20 * last.softmax_hot < 19 * last.n, "seed {seed}");
+            assert!(last.softmax_hot > 4 * p2, "seed {seed}");
+        }
+    }
+
+    #[test]
     fn any_feature_kernel_has_gram_rank_at_most_p() {
         for seed in 0..5 {
             for (n, p) in [(10, 3), (40, 12), (100, 20)] {
