@@ -357,13 +357,16 @@ mod tests {
     fn tiled_attention_survives_huge_scores() {
         // Scores in the tens of thousands: e^score overflows f64, the
         // running maximum keeps every exponent at or below 0.
-        for seed in 0..3 {
-            let [q, k, v] = random(seed, 40, 8, 4);
+        for (seed, (n, d, m)) in (0..3).flat_map(|s| {
+            [(40, 8, 4), (17, 3, 5), (100, 16, 8)].map(|x| (s, x))
+        }) {
+            let [q, k, v] = random(seed, n, d, m);
             let q = q * 3000.0;
+            let sqrt_d = (d as f64).sqrt();
             assert!(
                 q.dot(&k.t())
                     .iter()
-                    .any(|s| (s / 8f64.sqrt()).exp() == f64::INFINITY)
+                    .any(|s| (s / sqrt_d).exp() == f64::INFINITY)
             );
             let want =
                 softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
@@ -547,6 +550,8 @@ mod tests {
                 let softmax = decode_flops(t, p, p);
                 assert_eq!(softmax > fixed, t > p + 1, "p = {p}, t = {t}");
             }
+            // ... and the two cost the same at t = p + 1.
+            assert_eq!(decode_flops(p + 1, p, p), fixed, "p = {p}");
         }
     }
 
