@@ -1079,6 +1079,12 @@ mod tests {
             let largest = |j: &Array2<f64>| j.fold(0.0_f64, |a, &b| a.max(b));
             assert!(largest(&one) < 1.0, "seed {seed}");
             assert!(largest(&many) < 1e-3, "seed {seed}: {}", largest(&many));
+            // A diagonal: a step moves each entry of S only through itself.
+            for j in [&one, &many] {
+                for ((r, c), &x) in j.indexed_iter() {
+                    assert!(r == c || x.abs() < 1e-8, "seed {seed}: {x:e}");
+                }
+            }
         }
     }
 
