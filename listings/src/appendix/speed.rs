@@ -994,6 +994,21 @@ mod tests {
     }
 
     #[test]
+    fn a_chunkwise_forms_arithmetic_per_token_grows_with_c() {
+        use Timed::*;
+        for (p, m) in [(8, 8), (64, 32), (64, 64)] {
+            let n = 4096;
+            for form in [Chunkwise, DeltaChunkwise] {
+                let ops: Vec<f64> = [1, 2, 4, 16, 64, 256, 1024, 4096]
+                    .iter()
+                    .map(|&c| arithmetic(form, n, p, m, c))
+                    .collect();
+                assert!(ops.windows(2).all(|w| w[0] < w[1]), "{form:?}");
+            }
+        }
+    }
+
+    #[test]
     fn chunkwise_f32_drifts_less_than_the_recurrent_f32_sum() {
         let study = crate::studies::speed_accuracy();
         for row in &study.rows {
