@@ -251,6 +251,13 @@ pub const ALL: &[Output] = &[
         },
     },
     Output {
+        name: "speed-bench",
+        run: || {
+            let data = crate::appendix::speed::BenchTable::committed();
+            crate::appendix::speed::BenchAt(&data, 64).to_string()
+        },
+    },
+    Output {
         name: "speed-delta-arithmetic",
         run: || crate::appendix::speed::delta_arithmetic().to_string(),
     },

@@ -12,6 +12,7 @@ use listings::fast::{
     linear_attention_scores_first_f32, random_inputs,
     softmax_attention_causal_f32, softmax_attention_tiled_f32, to_f32,
 };
+use listings::measure::Machine;
 use listings::ndarray::Array1;
 use listings::paper::delta_rule::delta_rule_recurrent;
 use std::fmt::Write as _;
@@ -263,6 +264,36 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
          d = 32 (seconds per call, 1 GiB of scores), and the f64 listing of \
          the delta rule (the book's form, for reference) at d = 32."
     );
+    out
+}
+
+/// The table as `listings/data/bench.tsv`, which Appendix E prints
+/// (`listings::appendix::speed::BenchTable`): four comment lines of
+/// provenance, a header, a row per form, width and length; a skipped form
+/// has `-` for its times.
+pub fn to_tsv(rows: &[Row], ceiling: f64, machine: &Machine) -> String {
+    let mut out = format!(
+        "# machine: {} ({} cores)\n# date: {}\n# command: cargo xtask bench \
+         (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
+         GFLOP/s\n{}\n",
+        machine.cpu,
+        machine.cores,
+        machine.date,
+        listings::appendix::speed::BENCH_HEADER
+    );
+    for r in rows {
+        let times = match r.timing {
+            Some(t) => {
+                format!("{:.6e}\t{:.6e}\t{:.6e}", t.median, t.min, t.max)
+            }
+            None => "-\t-\t-".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{times}",
+            r.form, r.causal, r.d, r.n, r.chunk
+        );
+    }
     out
 }
 

@@ -81,6 +81,11 @@ fn main() {
     eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
     let table = render_table(&rows, ceiling);
     println!("{table}");
+    let tsv = forms::to_tsv(&rows, ceiling, &machine);
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../listings/data/bench.tsv");
+    std::fs::write(committed, tsv).expect("bench.tsv written");
+    println!("wrote listings/data/bench.tsv");
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
     println!("{}", render_scaling(&scaling));

@@ -60,3 +60,22 @@ pub fn ceiling() -> Vec<(usize, f64)> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timing_warms_up_once_then_takes_the_median_of_at_least_three() {
+        for work in [0u64, 10_000, 1_000_000] {
+            let mut calls = 0;
+            let t = time(|| {
+                calls += 1;
+                black_box((0..black_box(work)).sum::<u64>());
+            });
+            assert!(t.reps >= 3, "{work}: {} timed calls", t.reps);
+            assert_eq!(calls, t.reps + 1, "one warm-up call, then the reps");
+            assert!(t.min <= t.median && t.median <= t.max);
+        }
+    }
+}

@@ -11,7 +11,8 @@
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
 //!                     rewrite listings/data/retrieval.tsv
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
-//!                     the matmul ceiling; table + JSON in target/bench/
+//!                     the matmul ceiling; table + JSON in target/bench/,
+//!                     the table also over listings/data/bench.tsv
 //! cargo xtask bench crossover   softmax against linear attention, prefill
 //!                     and decode; rewrites listings/data/crossover.tsv
 //! ```
@@ -40,8 +41,9 @@ const USAGE: &str =
           mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer
           beside its f64 reference; prints tables and the target ratios,
-          the decode table and where linear attention starts to win, and
-          writes target/bench/latest.json
+          the decode table and where linear attention starts to win;
+          writes target/bench/latest.json and rewrites
+          listings/data/bench.tsv, the table Appendix E prints
   bench crossover  only the softmax targets, the decode table and the
           crossover lengths (a few minutes); rewrites
           listings/data/crossover.tsv, which Appendix E's figure reads";

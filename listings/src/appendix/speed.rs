@@ -41,11 +41,16 @@ pub enum Timed {
 /// Floating-point operations of one call of a form (a multiply-add counts
 /// two), counting every product it computes, the masked half of a score
 /// block included: N tokens, p features, m value entries, chunks of c.
-/// Small terms (normalisers, masks, sums of rows) are left out.
+/// Small terms (normalisers, masks, sums of rows, the scaling by β) are
+/// left out. A chunkwise form's last chunk may be shorter than c.
 pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
+    let c = c.clamp(1, n.max(1));
+    let (full, last) = (n / c, n % c);
+    // A chunkwise form's work: that of its whole chunks and its last one.
+    let chunked = |per_chunk: &dyn Fn(f64) -> f64| {
+        full as f64 * per_chunk(c as f64) + per_chunk(last as f64)
+    };
     let (n, p, m) = (n as f64, p as f64, m as f64);
-    let c = (c.max(1) as f64).min(n);
-    let chunks = (n / c).ceil();
     match form {
         // Q Kᵀ: 2 N² p, then the weights times V: 2 N² m.
         Timed::Softmax | Timed::Parallel | Timed::ScoresFirst => {
@@ -61,20 +66,21 @@ pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
         Timed::MemoryFirst => 4.0 * n * p * m,
         // Per chunk: Φ_Q Sᵀ and S += Vᵀ Φ_K (2cpm each), Φ_Q Φ_Kᵀ (2c²p)
         // and the scores times V (2c²m).
-        Timed::Chunkwise => chunks * (4.0 * c * p * m + 2.0 * c * c * (p + m)),
+        Timed::Chunkwise => {
+            chunked(&|c| 4.0 * c * p * m + 2.0 * c * c * (p + m))
+        }
         // Per token: the prediction W k̄ (2pm), the write (2pm) and the
         // read W q̄ (2pm).
         Timed::DeltaRecurrent => 6.0 * n * p * m,
         // Per chunk: [K̄; Q̄] K̄ᵀ (4c²p), forward substitution on [K̄ | V]
         // (c(c − 1)(p + m)), [Q̄; T K̄] W₀ᵀ (4cpm), tril(Q̄ K̄ᵀ) U (2c²m),
         // W += Uᵀ K̄ (2cpm).
-        Timed::DeltaChunkwise => {
-            chunks
-                * (6.0 * c * p * m
-                    + 4.0 * c * c * p
-                    + 2.0 * c * c * m
-                    + c * (c - 1.0) * (p + m))
-        }
+        Timed::DeltaChunkwise => chunked(&|c| {
+            6.0 * c * p * m
+                + 4.0 * c * c * p
+                + 2.0 * c * c * m
+                + c * (c - 1.0).max(0.0) * (p + m)
+        }),
     }
 }
 
@@ -622,6 +628,207 @@ impl fmt::Display for DecodeTable<'_> {
     }
 }
 
+/// One row of the committed benchmark table: a form at one width and
+/// length, with the median, fastest and slowest of its timed calls
+/// (seconds of one thread's CPU time), or none where the bench skips it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    pub form: String,
+    pub causal: bool,
+    pub d: usize,
+    pub n: usize,
+    /// The chunk size of a chunkwise form, 0 for the others.
+    pub chunk: usize,
+    /// (median, min, max) seconds; `None` where the form was skipped.
+    pub seconds: Option<(f64, f64, f64)>,
+}
+
+/// The table `cargo xtask bench` wrote to `listings/data/bench.tsv`: the
+/// machine, the date, the command and the matrix-product ceiling of the
+/// run, then every row. The book prints it; it does not re-time it.
+pub struct BenchTable {
+    pub machine: String,
+    pub date: String,
+    pub command: String,
+    /// The best f32 matrix-product rate of the run, GFLOP/s.
+    pub ceiling: f64,
+    pub rows: Vec<BenchRow>,
+}
+
+/// The header line of `listings/data/bench.tsv`.
+pub const BENCH_HEADER: &str =
+    "form\tcausal\td\tn\tchunk\tmedian_s\tmin_s\tmax_s";
+
+/// The committed benchmark run.
+pub const BENCH_TSV: &str = include_str!("../../data/bench.tsv");
+
+impl BenchTable {
+    /// The committed run of `listings/data/bench.tsv`.
+    pub fn committed() -> BenchTable {
+        BenchTable::parse(BENCH_TSV)
+            .expect("listings/data/bench.tsv is well formed")
+    }
+
+    /// Read the text the bench writes (`crates/bench/src/forms.rs`).
+    pub fn parse(text: &str) -> Result<BenchTable, String> {
+        let mut lines = text.lines();
+        let mut comment = |key: &str| {
+            let line = lines.next().unwrap_or_default();
+            line.strip_prefix(&format!("# {key}: "))
+                .map(str::to_string)
+                .ok_or(format!("expected `# {key}: …`, found `{line}`"))
+        };
+        let (machine, date, command, ceiling) = (
+            comment("machine")?,
+            comment("date")?,
+            comment("command")?,
+            comment("ceiling")?,
+        );
+        let ceiling = ceiling
+            .strip_suffix(" GFLOP/s")
+            .and_then(|c| c.parse().ok())
+            .ok_or(format!("bad ceiling `{ceiling}`"))?;
+        if lines.next() != Some(BENCH_HEADER) {
+            return Err(format!("expected the header `{BENCH_HEADER}`"));
+        }
+        let rows = lines
+            .map(|line| {
+                let bad = || format!("bad row `{line}`");
+                let f: Vec<&str> = line.split('\t').collect();
+                let [form, causal, d, n, chunk, med, min, max] = f[..] else {
+                    return Err(bad());
+                };
+                let seconds = if [med, min, max] == ["-"; 3] {
+                    None
+                } else {
+                    let t = |x: &str| x.parse::<f64>().map_err(|_| bad());
+                    Some((t(med)?, t(min)?, t(max)?))
+                };
+                Ok(BenchRow {
+                    form: form.to_string(),
+                    causal: causal.parse().map_err(|_| bad())?,
+                    d: d.parse().map_err(|_| bad())?,
+                    n: n.parse().map_err(|_| bad())?,
+                    chunk: chunk.parse().map_err(|_| bad())?,
+                    seconds,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(BenchTable {
+            machine,
+            date,
+            command,
+            ceiling,
+            rows,
+        })
+    }
+
+    /// The rows of one width, and the lengths measured at it, in order.
+    fn at(&self, d: usize) -> (Vec<&BenchRow>, Vec<usize>) {
+        let rows: Vec<&BenchRow> =
+            self.rows.iter().filter(|r| r.d == d).collect();
+        let mut lengths: Vec<usize> = rows.iter().map(|r| r.n).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        (rows, lengths)
+    }
+
+    /// The median seconds of a form at (d, N), if it ran.
+    pub fn median(&self, form: &str, d: usize, n: usize) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|r| r.form == form && r.d == d && r.n == n)
+            .and_then(|r| r.seconds.map(|s| s.0))
+    }
+
+    /// GFLOP/s of a form at (d, N), counted by [`arithmetic`].
+    pub fn gflops(&self, form: &str, d: usize, n: usize) -> Option<f64> {
+        let row = self
+            .rows
+            .iter()
+            .find(|r| r.form == form && r.d == d && r.n == n)?;
+        let ops = arithmetic(bench_form(form)?, n, d, d, row.chunk);
+        Some(ops / row.seconds?.0 / 1e9)
+    }
+}
+
+/// The form of [`arithmetic`] a row of the bench times, by its name.
+fn bench_form(form: &str) -> Option<Timed> {
+    Some(match form {
+        "softmax (causal)" => Timed::Softmax,
+        "softmax tiled" => Timed::SoftmaxTiled,
+        "parallel N×N" => Timed::Parallel,
+        "recurrent" => Timed::Recurrent,
+        "chunkwise" => Timed::Chunkwise,
+        "delta recurrent" | "delta recurrent f64" => Timed::DeltaRecurrent,
+        "delta chunkwise" => Timed::DeltaChunkwise,
+        "scores first" => Timed::ScoresFirst,
+        "memory first" => Timed::MemoryFirst,
+        _ => return None,
+    })
+}
+
+/// The committed table at one width: milliseconds per call at each length,
+/// and the share of the ceiling at the longest.
+pub struct BenchAt<'a>(pub &'a BenchTable, pub usize);
+
+impl fmt::Display for BenchAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (data, d) = (self.0, self.1);
+        let (rows, lengths) = data.at(d);
+        writeln!(
+            f,
+            "measured {} on {}\nby {}\nd = m = {d}: ms per call (median); \
+             matrix-product ceiling {:.1} GFLOP/s",
+            data.date, data.machine, data.command, data.ceiling
+        )?;
+        let longest = lengths.last().copied().unwrap_or(0);
+        let mut table = Table::new().left("form", 20).right("C", 4);
+        for n in &lengths {
+            table = table.right(&format!("N={n}"), 9);
+        }
+        table = table.right("% ceil", 7);
+        let mut forms: Vec<&str> = Vec::new();
+        for r in &rows {
+            if !forms.contains(&r.form.as_str()) {
+                forms.push(&r.form);
+            }
+        }
+        for form in forms {
+            let first = rows.iter().find(|r| r.form == form).expect("a row");
+            let name = if first.causal {
+                form.to_string()
+            } else {
+                format!("{form} (nc)")
+            };
+            let mut cells = vec![name, chunk_cell(first.chunk)];
+            for &n in &lengths {
+                cells.push(match data.median(form, d, n) {
+                    Some(s) => format!("{:.3}", s * 1e3),
+                    None => "–".to_string(),
+                });
+            }
+            cells.push(match data.gflops(form, d, longest) {
+                Some(g) => format!("{:.0}", 100.0 * g / data.ceiling),
+                None => "–".to_string(),
+            });
+            table.row(cells);
+        }
+        write!(
+            f,
+            "{table}\n(nc) non-causal; – skipped; % ceil: GFLOP/s at N = \
+             {longest} over the ceiling"
+        )
+    }
+}
+
+fn chunk_cell(chunk: usize) -> String {
+    match chunk {
+        0 => "–".to_string(),
+        c => c.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,6 +846,128 @@ mod tests {
         }
         let table = delta_arithmetic();
         assert!(table.chunkwise.iter().all(|&(_, x)| x > table.recurrent));
+    }
+
+    #[test]
+    fn the_arithmetic_counts_are_the_operations_the_chunkwise_forms_perform() {
+        use crate::fast::counted::ops;
+        use crate::fast::{
+            delta_rule_chunkwise_f32, linear_attention_chunkwise_f32,
+        };
+        // (seed, N, p, m, C): whole chunks, a short last chunk, C = 1,
+        // C past N, p ≠ m.
+        let shapes = [
+            (1, 64, 8, 8, 16),
+            (2, 50, 16, 8, 7),
+            (3, 33, 4, 12, 64),
+            (4, 40, 12, 20, 1),
+            (5, 97, 32, 16, 32),
+        ];
+        for (seed, n, p, m, c) in shapes {
+            let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+            let beta = ndarray::Array1::<f32>::from_elem(n, 0.5);
+            let (out, linear) =
+                ops(|| linear_attention_chunkwise_f32(&q, &k, &v, c));
+            out.expect("valid inputs");
+            let (out, delta) =
+                ops(|| delta_rule_chunkwise_f32(&q, &k, &v, &beta, c));
+            out.expect("valid inputs");
+            let shape = format!("N {n}, p {p}, m {m}, C {c}");
+            let want = arithmetic(Timed::Chunkwise, n, p, m, c);
+            assert_eq!(linear as f64, want, "linear attention, {shape}");
+            let want = arithmetic(Timed::DeltaChunkwise, n, p, m, c);
+            assert_eq!(delta as f64, want, "delta rule, {shape}");
+        }
+    }
+
+    #[test]
+    fn the_recurrence_does_less_arithmetic_than_any_chunkwise_form() {
+        use Timed::*;
+        for (p, m) in [(8, 8), (32, 16), (64, 64), (128, 64)] {
+            for n in [100, 4096] {
+                let rec = arithmetic(Recurrent, n, p, m, 1);
+                for c in [1, 2, 7, 16, 64, 256, 4096] {
+                    let chk = arithmetic(Chunkwise, n, p, m, c);
+                    assert!(rec < chk, "p {p} m {m} N {n} C {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dependencies_are_optimised_in_every_profile_and_products_use_one_thread()
+    {
+        let workspace = include_str!("../../../Cargo.toml");
+        let listings = include_str!("../../Cargo.toml");
+        assert!(
+            workspace.contains("[profile.dev.package.\"*\"]\nopt-level = 3"),
+            "every dependency optimised in the dev profile"
+        );
+        for toml in [workspace, listings] {
+            assert!(!toml.contains("matrixmultiply-threading"));
+            assert!(!toml.contains("rayon"));
+        }
+    }
+
+    /// The N × N forms of the bench: their score matrix is N × N.
+    const N_SQUARED: [&str; 3] =
+        ["softmax (causal)", "parallel N×N", "scores first"];
+
+    #[test]
+    fn the_committed_bench_times_every_form_it_does_not_skip() {
+        let data = BenchTable::committed();
+        assert!(data.command.starts_with("cargo xtask bench"));
+        assert!(!data.machine.is_empty() && data.date.len() == 10);
+        assert!(data.ceiling > 0.0);
+        let forms = [
+            "softmax (causal)",
+            "softmax tiled",
+            "parallel N×N",
+            "recurrent",
+            "chunkwise",
+            "delta recurrent",
+            "delta recurrent f64",
+            "delta chunkwise",
+            "scores first",
+            "memory first",
+        ];
+        assert_eq!(data.rows.len(), forms.len() * 2 * 4, "every row");
+        for d in [64, 32] {
+            for n in [256, 1024, 4096, 16384] {
+                for form in forms {
+                    let row = data
+                        .rows
+                        .iter()
+                        .find(|r| r.form == form && r.d == d && r.n == n)
+                        .unwrap_or_else(|| panic!("{form} at {d}, {n}"));
+                    let skipped =
+                        (N_SQUARED.contains(&form) && d == 32 && n > 4096)
+                            || (form == "delta recurrent f64" && d == 32);
+                    match row.seconds {
+                        None => assert!(skipped, "{form} {d} {n} skipped"),
+                        Some((med, min, max)) => {
+                            assert!(!skipped, "{form} {d} {n} ran");
+                            assert!(0.0 < min && min <= med && med <= max);
+                        }
+                    }
+                    let chunked = form.ends_with("chunkwise");
+                    assert_eq!(row.chunk > 0, chunked, "{form}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn in_the_committed_bench_tiled_softmax_and_chunkwise_beat_their_n_by_n_forms()
+     {
+        let data = BenchTable::committed();
+        let n = 16384;
+        let time = |form| data.median(form, 64, n).expect("timed");
+        assert!(time("softmax tiled") < time("softmax (causal)"));
+        assert!(time("chunkwise") < time("parallel N×N"));
+        // The rendered table prints a share of the ceiling for both.
+        let shown = BenchAt(&data, 64).to_string();
+        assert!(shown.contains("softmax tiled") && shown.contains(&data.date));
     }
 
     #[test]
@@ -661,6 +990,21 @@ mod tests {
             let rec = ops(Recurrent, 1024);
             let extra = 2.0 * 1024.0 * (p + m) as f64;
             assert!((one - rec - extra).abs() < 1e-6, "{one} {rec}");
+        }
+    }
+
+    #[test]
+    fn a_chunkwise_forms_arithmetic_per_token_grows_with_c() {
+        use Timed::*;
+        for (p, m) in [(8, 8), (64, 32), (64, 64)] {
+            let n = 4096;
+            for form in [Chunkwise, DeltaChunkwise] {
+                let ops: Vec<f64> = [1, 2, 4, 16, 64, 256, 1024, 4096]
+                    .iter()
+                    .map(|&c| arithmetic(form, n, p, m, c))
+                    .collect();
+                assert!(ops.windows(2).all(|w| w[0] < w[1]), "{form:?}");
+            }
         }
     }
 

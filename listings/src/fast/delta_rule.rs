@@ -1,11 +1,12 @@
 //! The delta rule at f32: the recurrence, one token at a time in place,
 //! and the chunkwise form, which solves each chunk's triangular system.
 
-use super::{ROWS, row_major, slice, sum_normalise_into};
+use super::{
+    ROWS, general_mat_mul, row_major, slice, sub_scaled, sum_normalise_into,
+};
 use crate::causal::mask_future;
 use crate::input::{InputError, check_chunk, finite};
 use crate::paper::delta_rule::check_delta;
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 in_widest_vectors! {
@@ -170,7 +171,7 @@ pub fn delta_rule_chunkwise_f32(
             let x_i = &mut rest[..p + m];
             for (j, x_j) in done.chunks_exact(p + m).enumerate() {
                 let g_ij = g_c[[i, j]]; // (K̄ K̄ᵀ)_ij
-                x_i.iter_mut().zip(x_j).for_each(|(a, &b)| *a -= g_ij * b);
+                sub_scaled(x_i, g_ij, x_j); // x_i −= g_ij x_j
             }
             x_i.iter_mut().for_each(|a| *a *= b[i]);
         }

@@ -1,12 +1,12 @@
 //! Causal linear attention at f32: the recurrent form, one token at a
 //! time in place, and the chunkwise form, a few matrix products per chunk.
 
-use super::{ROWS, row_major, slice};
+use super::{ROWS, general_mat_mul, row_major, slice};
 use crate::causal::mask_future;
 use crate::input::{
     InputError, check_chunk, check_qkv, finite, normaliser, normalisers,
 };
-use ndarray::linalg::{general_mat_mul, general_mat_vec_mul};
+use ndarray::linalg::general_mat_vec_mul;
 use ndarray::{Array1, Array2, ArrayRef2, Zip, s};
 
 in_widest_vectors! {

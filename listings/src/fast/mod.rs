@@ -99,6 +99,48 @@ fn sum_normalise_into(
     out.iter_mut().zip(x).for_each(|(o, x)| *o = x / total);
 }
 
+/// C ← α A B + β C, ndarray's `general_mat_mul` at f32. Under test it
+/// also counts the 2·m·k·n operations of the product in [`counted`], so
+/// that a test can compare the arithmetic a chunkwise form performs with
+/// the count Appendix E prints.
+fn general_mat_mul(
+    alpha: f32,
+    a: &ArrayRef2<f32>,
+    b: &ArrayRef2<f32>,
+    beta: f32,
+    c: &mut ArrayRef2<f32>,
+) {
+    #[cfg(test)]
+    counted::add(2 * a.nrows() * a.ncols() * b.ncols());
+    ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
+}
+
+/// x −= g y, entry by entry (under test, its 2·len operations counted).
+fn sub_scaled(x: &mut [f32], g: f32, y: &[f32]) {
+    #[cfg(test)]
+    counted::add(2 * x.len());
+    x.iter_mut().zip(y).for_each(|(a, &b)| *a -= g * b);
+}
+
+/// The operations of the matrix products and substitutions performed on
+/// this thread, counted in test builds only.
+#[cfg(test)]
+pub(crate) mod counted {
+    use std::cell::Cell;
+    thread_local!(static OPS: Cell<usize> = const { Cell::new(0) });
+
+    pub(crate) fn add(ops: usize) {
+        OPS.with(|c| c.set(c.get() + ops));
+    }
+
+    /// The operations `f` performs, counted.
+    pub(crate) fn ops<R>(f: impl FnOnce() -> R) -> (R, usize) {
+        let before = OPS.with(Cell::get);
+        let out = f();
+        (out, OPS.with(Cell::get) - before)
+    }
+}
+
 /// An f64 matrix rounded to f32.
 pub fn to_f32(a: &ArrayRef2<f64>) -> Array2<f32> {
     a.mapv(|x| x as f32)
