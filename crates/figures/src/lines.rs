@@ -4,16 +4,8 @@
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-/// Okabe–Ito colours of middle lightness, distinct for readers with
-/// colour-vision deficiencies and visible on white and on near-black.
-pub const PALETTE: [RGBColor; 6] = [
-    RGBColor(230, 159, 0),   // orange
-    RGBColor(86, 180, 233),  // sky blue
-    RGBColor(0, 158, 115),   // bluish green
-    RGBColor(213, 94, 0),    // vermillion
-    RGBColor(204, 121, 167), // reddish purple
-    RGBColor(0, 114, 178),   // blue
-];
+pub use crate::style::PALETTE;
+use crate::style::series_colour;
 
 /// Unicode superscript digits for an integer exponent: 12 → "¹²".
 pub fn superscript(n: i32) -> String {
@@ -164,7 +156,8 @@ fn draw<'a, CT>(
     legend(chart, position);
 }
 
-/// Draw one labelled series: a line in colour `i` with its markers.
+/// Draw one labelled series with its markers: a line in the colour of its
+/// name (a feature map or a rule: the same in every figure), else colour `i`.
 pub fn series<'a, CT>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
     points: &[(f64, f64)],
@@ -173,7 +166,7 @@ pub fn series<'a, CT>(
 ) where
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    let colour = PALETTE[i % PALETTE.len()];
+    let colour = series_colour(label).unwrap_or(PALETTE[i % PALETTE.len()]);
     chart
         .draw_series(LineSeries::new(
             points.iter().copied(),
