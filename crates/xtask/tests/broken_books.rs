@@ -240,12 +240,20 @@ fn a_line_that_starts_a_list_by_accident_fails_the_build() {
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
 fn a_stray_backslash_before_a_directive_fails_the_build() {
-    // mdBook unescapes the first `\{{#` of a line only.
-    let broken = format!(
+    // mdBook unescapes the first `\{{#` of a line only, and only up to a
+    // `}}` on that line.
+    let two = format!(
         "{GOOD}\nWrite `\\{{{{#output A}}}}` or `\\{{{{#figure B}}}}`.\n"
     );
     fails_with(
-        &fixture("stray-backslash", "", &broken),
-        "a stray backslash before a directive reaches the reader",
+        &fixture("stray-backslash", "", &two),
+        "a backslash before `{{#` that mdBook will not remove",
+    );
+    let block =
+        format!("{GOOD}\n```text\n\\{{{{#figure heat\ncaption: C\n}}}}\n```\n");
+    fails_with(
+        &fixture("stray-backslash-block", "", &block),
+        "a backslash before `{{#` that mdBook will not remove, so the reader \
+         sees it: `\\{{#figure heat`",
     );
 }
