@@ -113,7 +113,7 @@ fn frame<'a, 'b>(
     builder
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(56);
+        .y_label_area_size(72);
     builder
 }
 
@@ -150,23 +150,34 @@ fn draw<'a, CT>(
 ) where
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    for line in lines {
-        series(chart, &line.points, line.style, &line.name);
+    // Series named after a feature map or a rule take its colour, the
+    // same in every figure, when that tells every line of the panel
+    // apart; otherwise (two widths of one map, say) all take their index.
+    let named: Vec<Option<RGBColor>> =
+        lines.iter().map(|l| series_colour(&l.name)).collect();
+    let distinct = named.iter().enumerate().all(|(i, c)| {
+        c.is_some_and(|c| named[..i].iter().all(|d| *d != Some(c)))
+    });
+    for (line, name) in lines.iter().zip(named) {
+        let colour = match name {
+            Some(c) if distinct => c,
+            _ => PALETTE[line.style % PALETTE.len()],
+        };
+        series(chart, &line.points, line.style, colour, &line.name);
     }
     legend(chart, position);
 }
 
-/// Draw one labelled series with its markers: a line in the colour of its
-/// name (a feature map or a rule: the same in every figure), else colour `i`.
+/// Draw one labelled series: a line in `colour` with marker `i`.
 pub fn series<'a, CT>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
     points: &[(f64, f64)],
     i: usize,
+    colour: RGBColor,
     label: &str,
 ) where
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    let colour = series_colour(label).unwrap_or(PALETTE[i % PALETTE.len()]);
     chart
         .draw_series(LineSeries::new(
             points.iter().copied(),

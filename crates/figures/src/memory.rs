@@ -103,7 +103,7 @@ fn draw_matrix(
         .margin(8)
         .caption(title, ("sans-serif", 14))
         .x_label_area_size(34)
-        .y_label_area_size(30)
+        .y_label_area_size(36)
         .build_cartesian_2d(-0.5..p as f64 - 0.5, m as f64 - 0.5..-0.5)
         .expect("drawing into a string cannot fail");
     chart

@@ -207,7 +207,7 @@ pub fn favor_spread_figure() -> String {
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(56)
+            .y_label_area_size(72)
             .build_cartesian_2d(x, y)
             .expect(OK);
         chart
