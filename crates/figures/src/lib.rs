@@ -10,6 +10,7 @@ mod heatmap;
 mod lines;
 mod memory;
 mod paper;
+mod programmer;
 mod rank;
 mod retrieval;
 mod schedules;
@@ -31,6 +32,10 @@ pub const ALL: &[Figure] = &[
     Figure {
         name: "causal-attention-heatmap",
         render: heatmap::causal_attention_heatmap,
+    },
+    Figure {
+        name: "fast-weight-programmer",
+        render: programmer::fast_weight_programmer,
     },
     Figure {
         name: "capacity-crosstalk",
@@ -63,6 +68,10 @@ pub const ALL: &[Figure] = &[
     Figure {
         name: "memory-writes",
         render: memory::memory_writes,
+    },
+    Figure {
+        name: "delta-rewrite",
+        render: memory::delta_rewrite,
     },
     Figure {
         name: "retrieval-setting1",

@@ -4,16 +4,8 @@
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-/// Okabe–Ito colours of middle lightness, distinct for readers with
-/// colour-vision deficiencies and visible on white and on near-black.
-pub const PALETTE: [RGBColor; 6] = [
-    RGBColor(230, 159, 0),   // orange
-    RGBColor(86, 180, 233),  // sky blue
-    RGBColor(0, 158, 115),   // bluish green
-    RGBColor(213, 94, 0),    // vermillion
-    RGBColor(204, 121, 167), // reddish purple
-    RGBColor(0, 114, 178),   // blue
-];
+pub use crate::style::PALETTE;
+use crate::style::series_colour;
 
 /// Unicode superscript digits for an integer exponent: 12 → "¹²".
 pub fn superscript(n: i32) -> String {
@@ -121,7 +113,7 @@ fn frame<'a, 'b>(
     builder
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(56);
+        .y_label_area_size(72);
     builder
 }
 
@@ -158,22 +150,34 @@ fn draw<'a, CT>(
 ) where
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    for line in lines {
-        series(chart, &line.points, line.style, &line.name);
+    // Series named after a feature map or a rule take its colour, the
+    // same in every figure, when that tells every line of the panel
+    // apart; otherwise (two widths of one map, say) all take their index.
+    let named: Vec<Option<RGBColor>> =
+        lines.iter().map(|l| series_colour(&l.name)).collect();
+    let distinct = named.iter().enumerate().all(|(i, c)| {
+        c.is_some_and(|c| named[..i].iter().all(|d| *d != Some(c)))
+    });
+    for (line, name) in lines.iter().zip(named) {
+        let colour = match name {
+            Some(c) if distinct => c,
+            _ => PALETTE[line.style % PALETTE.len()],
+        };
+        series(chart, &line.points, line.style, colour, &line.name);
     }
     legend(chart, position);
 }
 
-/// Draw one labelled series: a line in colour `i` with its markers.
+/// Draw one labelled series: a line in `colour` with marker `i`.
 pub fn series<'a, CT>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
     points: &[(f64, f64)],
     i: usize,
+    colour: RGBColor,
     label: &str,
 ) where
     CT: CoordTranslate<From = (f64, f64)>,
 {
-    let colour = PALETTE[i % PALETTE.len()];
     chart
         .draw_series(LineSeries::new(
             points.iter().copied(),

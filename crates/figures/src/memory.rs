@@ -4,7 +4,8 @@
 use crate::style::themeable;
 use listings::m3::attention::{WALKTHROUGH_SEED, walkthrough};
 use listings::m3::fast_weight_memory::memory_trace;
-use listings::ndarray::Array2;
+use listings::ndarray::{Array2, Axis};
+use listings::paper::delta_rule::{REWRITE, rewrite_one_key};
 use listings::phi::elu_plus_one;
 use plotters::prelude::*;
 
@@ -44,7 +45,46 @@ pub fn memory_writes() -> String {
             let s = &trace[t - 1];
             let top = s.fold(0.0_f64, |m, &x| m.max(x.abs()));
             let title = format!("t = {t}, |entries| ≤ {top:.1}");
-            draw_matrix(area, s, top, &title);
+            draw_matrix(area, s, top, &title, None);
+        }
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}
+
+/// One key rewritten, by each rule: the memory before (six associations
+/// on one-hot keys), after the sum rule adds the new value at the key, and
+/// after the delta rule replaces it; the key's column is outlined. One
+/// colour scale for the three. Data from
+/// `listings::paper::delta_rule::rewrite_one_key`.
+pub fn delta_rewrite() -> String {
+    let (m, p, key, seed) = REWRITE;
+    let r = rewrite_one_key(m, p, key, seed);
+    let top = [&r.before, &r.after_sum, &r.after_delta]
+        .iter()
+        .flat_map(|s| s.iter())
+        .fold(0.0_f64, |a, &x| a.max(x.abs()));
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (720, 300)).into_drawing_area();
+        // Before, the value written, then the two memories after.
+        let (before, rest) = root.split_horizontally(212);
+        let (value, rest) = rest.split_horizontally(84);
+        let (sum, delta) = rest.split_horizontally(212);
+        draw_matrix(&before, &r.before, top, "before", Some(key));
+        let v = r.new_value.view().insert_axis(Axis(1)).to_owned();
+        draw_matrix(&value, &v, top, "new v", None);
+        let titles = [
+            format!("sum rule adds at key {key}"),
+            format!("delta rule replaces at {key}"),
+        ];
+        for ((area, s), title) in [sum, delta]
+            .iter()
+            .zip([&r.after_sum, &r.after_delta])
+            .zip(&titles)
+        {
+            draw_matrix(area, s, top, title, Some(key));
         }
         root.present().expect("drawing into a string cannot fail");
     }
@@ -56,13 +96,14 @@ fn draw_matrix(
     s: &Array2<f64>,
     top: f64,
     title: &str,
+    outline: Option<usize>,
 ) {
     let (m, p) = s.dim();
     let mut chart = ChartBuilder::on(area)
         .margin(8)
         .caption(title, ("sans-serif", 14))
         .x_label_area_size(34)
-        .y_label_area_size(30)
+        .y_label_area_size(36)
         .build_cartesian_2d(-0.5..p as f64 - 0.5, m as f64 - 0.5..-0.5)
         .expect("drawing into a string cannot fail");
     chart
@@ -87,6 +128,16 @@ fn draw_matrix(
             )
         }))
         .expect("drawing into a string cannot fail");
+    if let Some(j) = outline {
+        let (x0, x1) = (j as f64 - 0.5, j as f64 + 0.5);
+        let (y0, y1) = (-0.5, m as f64 - 0.5);
+        chart
+            .draw_series([Rectangle::new(
+                [(x0, y0), (x1, y1)],
+                BLACK.stroke_width(3),
+            )])
+            .expect("drawing into a string cannot fail");
+    }
 }
 
 #[cfg(test)]

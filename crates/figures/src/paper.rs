@@ -4,9 +4,9 @@
 //! `listings::paper::capacity_sweep`.
 
 use crate::lines::{PALETTE, legend, power_label};
-use crate::style::{themeable, viridis};
+use crate::style::{RULES, series_colour, themeable, viridis};
 use listings::paper::capacity::crosstalk_study;
-use listings::paper::capacity_sweep::{MapCurves, NS, PASSES};
+use listings::paper::capacity_sweep::{MapCurves, NS, PASSES, THRESHOLD};
 use listings::phi::FeatureMap;
 use listings::studies::capacity_sweep;
 use plotters::coord::Shift;
@@ -207,7 +207,7 @@ pub fn favor_spread_figure() -> String {
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(56)
+            .y_label_area_size(72)
             .build_cartesian_2d(x, y)
             .expect(OK);
         chart
@@ -229,14 +229,15 @@ pub fn favor_spread_figure() -> String {
     themeable(&svg)
 }
 
-/// Colour and marker of a feature map: the colour follows p on the viridis
-/// map, the marker tells maps of equal p apart.
-fn look(map: FeatureMap, max_p: usize) -> (RGBColor, usize) {
-    let p = map.width(listings::paper::capacity_sweep::D);
-    let colour = viridis(0.25 + 0.65 * p as f64 / max_p as f64);
+/// Colour and marker of a feature map: its colour in every figure of the
+/// book, and a marker per kind (circle elu+1, square DPFP, triangle and
+/// cross for the two FAVOR+ widths).
+fn look(map: FeatureMap) -> (RGBColor, usize) {
+    let colour = series_colour(&map.name()).unwrap_or(PALETTE[4]);
     let marker = match map {
         FeatureMap::EluPlusOne => 0,
         FeatureMap::Dpfp(_) => 1,
+        FeatureMap::Favor(r) if r < 16 => 2,
         FeatureMap::Favor(_) => 3,
     };
     (colour, marker)
@@ -246,12 +247,18 @@ fn look(map: FeatureMap, max_p: usize) -> (RGBColor, usize) {
 /// the sum rule, one pass of the delta rule, and the delta rule replayed.
 pub fn capacity_sweep_figure() -> String {
     let curves = capacity_sweep();
-    let max_p = curves.iter().map(|c| c.p).max().unwrap_or(1);
     let lines = |f: &dyn Fn(&MapCurves) -> &Vec<f64>| -> Vec<Series> {
+        // The threshold the output counts held associations by, dashed.
+        let threshold = Series {
+            name: format!("threshold {THRESHOLD}"),
+            colour: RULES[0],
+            marker: None,
+            points: vec![(0.0, THRESHOLD), (82.0, THRESHOLD)],
+        };
         curves
             .iter()
             .map(|c| {
-                let (colour, marker) = look(c.map, max_p);
+                let (colour, marker) = look(c.map);
                 Series {
                     name: format!("{}, p = {}", c.map.name(), c.p),
                     colour,
@@ -263,6 +270,7 @@ pub fn capacity_sweep_figure() -> String {
                         .collect(),
                 }
             })
+            .chain([threshold])
             .collect()
     };
     let replay = format!("delta rule, {PASSES} passes");

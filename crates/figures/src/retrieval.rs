@@ -159,18 +159,9 @@ fn panels(
     themeable(&svg)
 }
 
-/// The colour of a feature map, the same in every retrieval figure.
+/// The colour of a feature map, the same in every figure of the book.
 pub fn map_colour(layer: &str) -> RGBColor {
-    let base = layer.split('/').next().unwrap_or(layer);
-    let i = match base {
-        "elu+1" => 0,
-        "dpfp-1" => 1,
-        "dpfp-2" => 2,
-        "dpfp-3" => 3,
-        "softmax" => 5,
-        _ => 4, // FAVOR+
-    };
-    PALETTE[i]
+    crate::style::series_colour(layer).unwrap_or(PALETTE[4])
 }
 
 /// Setting 1: one panel per layer, our best loss against n beside the
@@ -198,8 +189,8 @@ pub fn setting1() -> String {
 /// rule (ours, and the paper's dashed where it logged one).
 pub fn setting2() -> String {
     let runs = paper_runs();
-    let sum = PALETTE[3];
-    let delta = PALETTE[5];
+    let sum = map_colour("sum");
+    let delta = map_colour("delta");
     let content = ["elu+1", "dpfp-1", "dpfp-2", "favor-64"]
         .into_iter()
         .map(|phi| {

@@ -43,7 +43,7 @@ mod scan;
 
 use book::Book;
 use number::{Index, Kind};
-use scan::{Line, find_unescaped, scan};
+use scan::{Line, find_unescaped, scan, stray_backslashes};
 use std::path::Path;
 
 /// Where figures and outputs come from. The book uses [`BookRegistry`];
@@ -110,6 +110,18 @@ pub fn process(
 ) -> Result<(), Vec<String>> {
     let chapters = collect(book);
     let mut errors = Vec::new();
+    for ch in &chapters {
+        for (line, text) in stray_backslashes(&ch.content) {
+            errors.push(format!(
+                "{}:{line}: a backslash before `{{{{#` that mdBook will not \
+                 remove, so the reader sees it: `{text}` (mdBook unescapes \
+                 only the first `\\{{{{#` of a line, and only up to a `}}}}` \
+                 on that line; write one escaped directive per line, and \
+                 none in a code block unless it is an include)",
+                ch.path
+            ));
+        }
+    }
     let index = number_items(&chapters, src, registry, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
     let made = make::make_all(&index, registry);

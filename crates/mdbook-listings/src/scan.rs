@@ -28,6 +28,30 @@ pub(crate) fn find_unescaped(text: &str, tag: &str) -> Option<usize> {
         .find(|&i| !text[..i].ends_with('\\'))
 }
 
+/// The lines (numbered from 1) where a reader would see a backslash
+/// before a directive. mdBook's `links` preprocessor unescapes
+/// `\{{#...}}` with one pattern per line that runs from the first
+/// `\{{#` to the line's last `}}`: a second escaped directive on the
+/// line keeps its backslash, and so does one with no `}}` after it on
+/// its line (the first line of a figure block, say). Inside a code block
+/// no directive but `{{#include}}` needs the backslash at all.
+pub(crate) fn stray_backslashes(content: &str) -> Vec<(usize, String)> {
+    const ESCAPED: &str = "\\{{#";
+    content
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let mut at = line.match_indices(ESCAPED).map(|(i, _)| i);
+            match (at.next(), at.next()) {
+                (None, _) => false,
+                (Some(_), Some(_)) => true,
+                (Some(first), None) => !line[first..].contains("}}"),
+            }
+        })
+        .map(|(n, line)| (n + 1, line.trim().to_string()))
+        .collect()
+}
+
 fn classify(line: &str) -> Line<'_> {
     let t = line.trim();
     if t.starts_with("```") || t.starts_with("~~~") {
@@ -119,9 +143,24 @@ mod tests {
     }
 
     #[test]
+    fn a_backslash_mdbook_would_leave_in_the_page_is_an_error() {
+        let src = scratch("stray");
+        let body = "Fine: `\\{{#output A}}`.\n\
+                    Two: `\\{{#output A}}` or `\\{{#figure B}}`.\n\
+                    ```text\n\\{{#figure heat\ncaption: C\n```\n";
+        let errors =
+            run(&src, vec![chapter("One", "one.md", json!([1]), body)])
+                .unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("one.md:2: a backslash"), "{errors:?}");
+        assert!(errors[1].starts_with("one.md:4: a backslash"), "{errors:?}");
+    }
+
+    #[test]
     fn escaped_directives_are_left_for_mdbook_to_unescape() {
         let src = scratch("escaped");
-        let body = "Write `\\{{#output NAME}}` or \\{{#ref figure:X}}.\n\
+        // One escaped directive per line: mdBook unescapes only the first.
+        let body = "Write `\\{{#output NAME}}`\nor \\{{#ref figure:X}}.\n\
                     ```text\n\\{{#include ../code/lib.rs:nope}}\n```\n";
         let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
             .unwrap();

@@ -24,6 +24,17 @@ const PICTURE_THEMES = ['light', 'coal', 'navy'];
 const DARK = 'navy';
 // WCAG 2 AA contrast for normal-size text.
 const MIN_CONTRAST = 4.5;
+// The widths a page is laid out at: a desktop window and a phone. Nothing
+// may be cut at either (content hidden with no way to scroll to it).
+const DESKTOP = 1280;
+const PHONE = 420;
+// The smallest text in a figure, in CSS px as the page shows it at the
+// desktop width and 100% zoom. Unicode superscripts (the exponents of log
+// axes, "10⁻³") are drawn smaller than the digits they follow, so text
+// holding them is measured at SUPERSCRIPT of its size (as
+// crates/figures/src/style.rs draws it).
+const MIN_FIGURE_TEXT_PX = 12;
+const SUPERSCRIPT = 0.8;
 // mdBook's menu bar sticks to the top of the window and would cover the
 // top of a tall figure in its picture.
 const HIDE_MENU_BAR = '#mdbook-menu-bar, #mdbook-menu-bar-hover-placeholder { visibility: hidden !important; }';
@@ -180,7 +191,7 @@ async function open(tab, origin, rel) {
 
 // Everything about one rendered page that the checks need; runs inside the
 // page.
-function inspect() {
+function inspect({ minText, superscript, width }) {
   const problems = [];
   const main = document.querySelector('main');
   const clip = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 70);
@@ -261,6 +272,28 @@ function inspect() {
         problems.push(`figure ${id}: the SVG has no text alternative (role="img" with a <title> or aria-label)`);
       }
     }
+    // Text size as displayed: the font size in the SVG's own units times
+    // the scale at which the page shows its viewBox.
+    const view = svg?.viewBox?.baseVal;
+    const shown = svg?.getBoundingClientRect().width;
+    if (svg && view && view.width > 0 && shown > 0) {
+      const scale = shown / view.width;
+      const small = [];
+      for (const t of svg.querySelectorAll('text')) {
+        const words = t.textContent.trim();
+        if (!words) continue;
+        const raised = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]/u.test(words);
+        const px = parseFloat(getComputedStyle(t).fontSize) * scale * (raised ? superscript : 1);
+        if (px < minText - 1e-6) small.push({ words, px, raised });
+      }
+      if (small.length > 0) {
+        small.sort((a, b) => a.px - b.px);
+        const s = small[0];
+        problems.push(`figure ${id}: ${small.length} text(s) smaller than ${minText} px at ${width} px wide, `
+          + `smallest "${clip(s.words)}" at ${s.px.toFixed(1)} px${s.raised ? ' (its exponent)' : ''} `
+          + `(figure drawn ${Math.round(view.width)} px wide, shown ${Math.round(shown)} px)`);
+      }
+    }
     const caption = fig.querySelector('figcaption');
     if (!caption || !caption.textContent.trim()) {
       problems.push(`figure ${id}: no caption`);
@@ -304,6 +337,75 @@ function inspect() {
     headings: main ? [...main.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => h.textContent.trim()) : [],
     text: main ? main.innerText : '',
   };
+}
+
+// Content cut at the current width, inside the page: an element that
+// hides part of its content (overflow hidden or clip, content wider than
+// the box), or one whose box or content reaches past the content column
+// or the window with no scrollable box around it (the page hides what
+// sticks out: mdBook's body clips sideways overflow). Of nested offenders
+// the innermost is named (a formula by its TeX). Runs inside the page.
+function layout(width) {
+  const problems = [];
+  const main = document.querySelector('main');
+  if (!main) return problems;
+  const column = main.getBoundingClientRect();
+  const view = document.documentElement.clientWidth;
+  const left = Math.max(0, column.left) - 1;
+  const right = Math.min(view, column.right) + 1;
+  const overflowX = (el) => getComputedStyle(el).overflowX;
+  const hides = (el) => ['hidden', 'clip'].includes(overflowX(el));
+  const name = (el) => {
+    const math = el.closest('.katex-display');
+    if (math) {
+      const tex = math.querySelector('annotation')?.textContent || '';
+      return `display math "${tex.replace(/\s+/g, ' ').trim().slice(0, 60)}"`;
+    }
+    const id = el.id ? `#${el.id}` : '';
+    const cls = [...el.classList].slice(0, 2).map((c) => `.${c}`).join('');
+    const words = (el.innerText || el.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 50);
+    const near = el.closest('[id]:not(main)') || el.parentElement?.previousElementSibling?.closest('[id]');
+    const where = !id && near?.id ? ` (near #${near.id})` : '';
+    return `<${el.tagName.toLowerCase()}${id}${cls}>${where} "${words}"`;
+  };
+  const found = [];
+  for (const el of main.querySelectorAll('*')) {
+    // Screen-reader-only MathML, the inside of drawings, and the inside of
+    // a formula's layout, where KaTeX hides overflow on purpose (stretchy
+    // arrows): a formula is measured by its outer boxes.
+    if (el.closest('.katex-mathml, svg > *, .katex-html > *')) continue;
+    const style = getComputedStyle(el);
+    if (style.display === 'none' || style.visibility === 'hidden') continue;
+    const box = el.getBoundingClientRect();
+    if (box.width < 2 || box.height < 2) continue;
+    const spill = el.scrollWidth - el.clientWidth;
+    if (hides(el) && spill > 1 && el.clientWidth > 2) {
+      found.push({ el, what: `hides ${spill} px of its content (overflow ${style.overflowX}, content `
+        + `${el.scrollWidth} px in a ${el.clientWidth} px box)` });
+      continue;
+    }
+    // How far the box, or what spills out of it, reaches past the column.
+    const visible = style.overflowX === 'visible' && el.clientWidth > 0;
+    const reach = Math.max(box.right, visible ? box.left + el.scrollWidth : box.right);
+    const past = Math.max(reach - right, left - box.left);
+    if (past <= 0) continue;
+    let contained = false;
+    for (let a = el.parentElement; a && a !== main; a = a.parentElement) {
+      if (overflowX(a) !== 'visible') {
+        contained = true; // it scrolls, or hides (reported as itself)
+        break;
+      }
+    }
+    if (contained) continue;
+    found.push({ el, what: `is cut: it reaches ${Math.round(past)} px past the `
+      + `${reach > view || box.left < 0 ? 'window' : 'content column'} (${Math.round(column.width)} px) `
+      + 'with no scrollbar' });
+  }
+  for (const f of found) {
+    if (found.some((g) => g !== f && f.el.contains(g.el))) continue;
+    problems.push(`at ${width} px wide: ${name(f.el)} ${f.what}`);
+  }
+  return [...new Set(problems)];
 }
 
 // Colour contrast of figure text and captions against the page, in the
@@ -403,8 +505,8 @@ async function main() {
   }
 }
 
-async function themed(browser, theme) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+async function themed(browser, theme, width = DESKTOP) {
+  const context = await browser.newContext({ viewport: { width, height: 800 } });
   context.setDefaultTimeout(60_000); // generous: the machine may be busy
   await context.addInitScript((t) => {
     try {
@@ -446,7 +548,15 @@ async function run(browser, origin) {
   const visit = async (tab, rel) => {
     const { page } = tab;
     const errors = await open(tab, origin, rel);
-    const found = await page.evaluate(inspect);
+    const found = await page.evaluate(inspect, { minText: MIN_FIGURE_TEXT_PX, superscript: SUPERSCRIPT, width: DESKTOP });
+    for (const p of await page.evaluate(layout, DESKTOP)) problem(rel, p);
+    if (tab.phone) {
+      // The same page on a phone: its own tab, laid out from the start
+      // at that width (mdBook hides its sidebar when it loads narrow).
+      const phoneErrors = await open(tab.phone, origin, rel);
+      for (const p of await tab.phone.page.evaluate(layout, PHONE)) problem(rel, p);
+      for (const e of phoneErrors) problem(rel, `at ${PHONE} px: ${e}`);
+    }
     seen.set(rel, found);
     for (const p of found.problems) problem(rel, p);
     if (chapters.includes(rel)) {
@@ -497,6 +607,9 @@ async function run(browser, origin) {
     const context = await themed(browser, 'light');
     contexts.push(context);
     const tab = await newTab(context, origin);
+    const phone = await themed(browser, 'light', PHONE);
+    contexts.push(phone);
+    tab.phone = await newTab(phone, origin);
     while (queue.length > 0) await visit(tab, queue.shift());
   }));
   const context = contexts[0];

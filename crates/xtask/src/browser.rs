@@ -7,7 +7,14 @@
 //! SVG is not drawn (no size, nothing drawn in it) or has no caption or no
 //! text alternative, a broken link or anchor (including the sidebar that
 //! mdBook's JavaScript builds), a console error, an uncaught exception or a
-//! failed request. It switches every chapter with figures or captions
+//! failed request. Every page is laid out at 1280 px and at 420 px (a
+//! phone, in its own tab) and fails on content cut without a scrollbar:
+//! an element hiding part of its content, or one whose box or content
+//! reaches past the column or the window with no scrolling box around it
+//! (display math is named by its TeX). Every figure's text is measured as
+//! displayed (font size × the scale at which the page shows the SVG) and
+//! fails under 12 px, exponents counted at 0.8 of their text (the same
+//! rule `figures::style` draws by). It switches every chapter with figures or captions
 //! through all five mdBook themes with the theme menu and fails when figure
 //! text, captions or links fall below 4.5:1 contrast; checks that the print
 //! page holds every chapter with its math and figures (and that figures

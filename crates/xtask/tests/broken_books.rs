@@ -202,3 +202,58 @@ fn mdbook_test_runs_book_code_against_listings_and_fails_on_a_broken_assert() {
         "a false hidden assertion must fail"
     );
 }
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_long_answer_or_one_holding_an_output_fails_the_build() {
+    let long = format!(
+        "{GOOD}\n<details class=\"answer\">\n<summary>Answer</summary>\n\n{}\n\
+         </details>\n",
+        "word ".repeat(260)
+    );
+    fails_with(
+        &fixture("answer-long", "", &long),
+        "a collapsed answer of 261 words of prose (more than 250)",
+    );
+    let holding = format!(
+        "{GOOD}\n<details class=\"answer\">\n<summary>Answer</summary>\n\n\
+         Short.\n\n{{{{#output attention-walkthrough}}}}\n\n</details>\n"
+    );
+    fails_with(
+        &fixture("answer-output", "", &holding),
+        "a collapsed answer of 2 words of prose holds 1 output",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_line_that_starts_a_list_by_accident_fails_the_build() {
+    let broken = format!(
+        "{GOOD}\nThe memory's values are all\n1. The test checks it.\n"
+    );
+    fails_with(
+        &fixture("accidental-list", "", &broken),
+        ": \"1. The test checks it.\"",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_stray_backslash_before_a_directive_fails_the_build() {
+    // mdBook unescapes the first `\{{#` of a line only, and only up to a
+    // `}}` on that line.
+    let two = format!(
+        "{GOOD}\nWrite `\\{{{{#output A}}}}` or `\\{{{{#figure B}}}}`.\n"
+    );
+    fails_with(
+        &fixture("stray-backslash", "", &two),
+        "a backslash before `{{#` that mdBook will not remove",
+    );
+    let block =
+        format!("{GOOD}\n```text\n\\{{{{#figure heat\ncaption: C\n}}}}\n```\n");
+    fails_with(
+        &fixture("stray-backslash-block", "", &block),
+        "a backslash before `{{#` that mdBook will not remove, so the reader \
+         sees it: `\\{{#figure heat`",
+    );
+}

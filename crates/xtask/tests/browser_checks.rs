@@ -259,3 +259,74 @@ fn a_broken_search_index_fails_the_browser_check() {
         )],
     );
 }
+
+#[test]
+#[ignore = "needs mdbook, node and chromium; run by cargo xtask test"]
+fn cut_content_and_small_figure_text_fail_the_browser_check() {
+    fails(
+        "browser-layout",
+        &["fast weight"],
+        |d| {
+            let words = "words too wide to fit ".repeat(60);
+            tamper(
+                d,
+                "chapter.html",
+                "</main>",
+                &format!(
+                    "<div id=\"cut-box\" style=\"overflow:hidden;\
+                     width:300px\"><span style=\"white-space:nowrap\">\
+                     {words}</span></div>\
+                     <p id=\"wide-line\" style=\"white-space:nowrap\">{words}\
+                     </p><div id=\"phone-wide\" style=\"width:600px\">fits \
+                     a desktop column, not a phone</div></main>"
+                ),
+            );
+            // Display math that may not scroll: the formula runs out of
+            // the column on a phone.
+            tamper(
+                d,
+                "second.html",
+                "</main>",
+                "<style>.katex-display { overflow: visible !important; }\
+                 </style><p><span class=\"katex-display\"><span \
+                 class=\"katex\"><span class=\"katex-mathml\"><math><semantics>\
+                 <annotation encoding=\"application/x-tex\">x + y + z\
+                 </annotation></semantics></math></span><span \
+                 class=\"katex-html\" style=\"display:block;white-space:nowrap\">\
+                 <span style=\"display:inline-block;width:500px\">x + y + z\
+                 </span></span></span></span></p></main>",
+            );
+            // Figure text shrunk to 5 units in a 560-unit-wide figure.
+            edit_page(d, "chapter.html", |html| {
+                html.replacen("font-size=\"", "font-size=\"5\" data-was=\"", 1)
+            });
+        },
+        &[
+            (
+                "a box that hides its content",
+                "chapter.html: at 1280 px wide: <div#cut-box> \"words too \
+                 wide to fit",
+            ),
+            (
+                "a line wider than the column",
+                "chapter.html: at 1280 px wide: <p#wide-line> \"words too \
+                 wide to fit",
+            ),
+            (
+                "a block that fits a desktop but not a phone",
+                "chapter.html: at 420 px wide: <div#phone-wide> \"fits a \
+                 desktop column, not a phone\" is cut",
+            ),
+            (
+                "display math that does not scroll",
+                "second.html: at 420 px wide: display math \"x + y + z\" is \
+                 cut",
+            ),
+            (
+                "figure text below 12 px",
+                "chapter.html: figure figure-causal-attention-heatmap: 1 \
+                 text(s) smaller than 12 px at 1280 px wide",
+            ),
+        ],
+    );
+}

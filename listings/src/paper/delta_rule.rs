@@ -493,8 +493,78 @@ impl std::fmt::Display for ChunkTable {
     }
 }
 
+// ANCHOR: rewrite_one_key
+/// The picture of one rewrite: a memory holding p associations on one-hot
+/// keys e_j (column j holds v_j), then key e_key written again with a new
+/// value, once by the sum rule and once by the delta rule with β = 1.
+/// Values are standard normal draws of `seed`; memories are (m, p).
+pub fn rewrite_one_key(m: usize, p: usize, key: usize, seed: u64) -> Rewrite {
+    assert!(key < p, "key {key} is not one of the {p} one-hot keys");
+    let mut rng = crate::random::seeded(seed);
+    let values = crate::random::randn(&mut rng, p, m); // row j: v_j
+    let new_value = crate::random::randn(&mut rng, 1, m).row(0).to_owned();
+    let e =
+        |j: usize| Array1::from_shape_fn(p, |i| f64::from(u8::from(i == j)));
+    let mut before = Array2::zeros((m, p));
+    for (j, v) in values.rows().into_iter().enumerate() {
+        fast_weight_write(&mut before, &v, &e(j)); // S += v_j e_jᵀ
+    }
+    let mut after_sum = before.clone();
+    fast_weight_write(&mut after_sum, &new_value, &e(key)); // adds
+    let mut after_delta = before.clone();
+    delta_rule_step(&mut after_delta, &e(key), &new_value, 1.0); // replaces
+    Rewrite {
+        key,
+        before,
+        new_value,
+        after_sum,
+        after_delta,
+    }
+}
+// ANCHOR_END: rewrite_one_key
+
+/// What [`rewrite_one_key`] draws: the memory before, the value written,
+/// and the memory after each rule.
+pub struct Rewrite {
+    pub key: usize,
+    pub before: Array2<f64>,
+    pub new_value: Array1<f64>,
+    pub after_sum: Array2<f64>,
+    pub after_delta: Array2<f64>,
+}
+
+/// The seed and shape of the rewrite figure.
+pub const REWRITE: (usize, usize, usize, u64) = (6, 6, 2, 7);
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_delta_rewrite_replaces_the_value_at_its_key_a_sum_write_adds_to_it() {
+        for (m, p, key, seed) in [(6, 6, 2, 7), (3, 5, 0, 1), (4, 2, 1, 9)] {
+            let r = rewrite_one_key(m, p, key, seed);
+            let same = |a: ndarray::ArrayView1<f64>, b: &Array1<f64>| {
+                a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
+            };
+            for j in 0..p {
+                let (old, sum, delta) = (
+                    r.before.column(j),
+                    r.after_sum.column(j),
+                    r.after_delta.column(j),
+                );
+                if j == key {
+                    // Replaced: the new value; added: old plus new.
+                    assert!(same(delta, &r.new_value), "seed {seed}");
+                    assert!(same(sum, &(&old + &r.new_value)), "seed {seed}");
+                    assert!(!same(delta, &old.to_owned()), "seed {seed}");
+                } else {
+                    // Every other association stays as it was.
+                    assert!(same(delta, &old.to_owned()), "seed {seed}");
+                    assert!(same(sum, &old.to_owned()), "seed {seed}");
+                }
+            }
+        }
+    }
+
     use super::*;
     use crate::linalg::orthonormal_keys;
     use crate::linalg::worst_row_relative_difference;

@@ -124,6 +124,53 @@ pub fn random_programmer(seed: u64, n: usize) -> (Array2<f64>, Projections) {
     (randn(&mut rng, n, 16), slow)
 }
 
+// ANCHOR: programmer_step
+/// Step t (from 0) of the programmer of [`random_programmer`] with σ the
+/// identity, with everything it computes: x_t, the slow net's q_t, k_t,
+/// v_t, the fast weights before (W_{t−1}), the write v_t k_tᵀ, the fast
+/// weights after (W_t) and the output y_t = W_t q_t. W: (m, d).
+pub fn programmer_step(
+    seed: u64,
+    t: usize,
+) -> Result<ProgrammerStep, InputError> {
+    let (x, slow) = random_programmer(seed, t + 1);
+    let Qkv { q, k, v } = slow.project(&x)?; // the slow net
+    let mut before = Array2::zeros((v.ncols(), k.ncols())); // W_0 = 0
+    for j in 0..t {
+        fast_weight_write(&mut before, &v.row(j), &k.row(j));
+    }
+    let mut write = Array2::zeros(before.raw_dim());
+    fast_weight_write(&mut write, &v.row(t), &k.row(t)); // v_t k_tᵀ
+    let after = &before + &write;
+    let y = after.dot(&q.row(t)); // the fast net, run on the query
+    Ok(ProgrammerStep {
+        x: x.row(t).to_owned(),
+        q: q.row(t).to_owned(),
+        k: k.row(t).to_owned(),
+        v: v.row(t).to_owned(),
+        before,
+        write,
+        after,
+        y,
+    })
+}
+// ANCHOR_END: programmer_step
+
+/// What [`programmer_step`] computes, for the chapter's picture.
+pub struct ProgrammerStep {
+    pub x: ndarray::Array1<f64>,
+    pub q: ndarray::Array1<f64>,
+    pub k: ndarray::Array1<f64>,
+    pub v: ndarray::Array1<f64>,
+    pub before: Array2<f64>,
+    pub write: Array2<f64>,
+    pub after: Array2<f64>,
+    pub y: ndarray::Array1<f64>,
+}
+
+/// The seed and step of the programmer picture.
+pub const PICTURE: (u64, usize) = (3, 4);
+
 /// The equivalence study as the chapter prints it.
 pub struct EquivalenceTable {
     pub seeds: u64,
@@ -157,6 +204,29 @@ impl fmt::Display for EquivalenceTable {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_pictured_step_is_the_programmer_run_and_attention_without_softmax() {
+        for (seed, t) in [(3, 4), (0, 0), (5, 9)] {
+            let step = programmer_step(seed, t).unwrap();
+            let (x, slow) = random_programmer(seed, t + 1);
+            let run = fast_weight_programmer_with(&x, &slow, |w| w).unwrap();
+            let Qkv { q, k, v } = slow.project(&x).unwrap();
+            let attention = attention_without_softmax(&q, &k, &v).unwrap();
+            for (a, b) in step.y.iter().zip(run.row(t)) {
+                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "seed {seed}");
+            }
+            for (a, b) in step.y.iter().zip(attention.row(t)) {
+                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "seed {seed}");
+            }
+            // The write is v_t k_tᵀ, and W_t = W_{t−1} + v_t k_tᵀ.
+            for ((i, j), &w) in step.write.indexed_iter() {
+                assert!((w - step.v[i] * step.k[j]).abs() < 1e-12);
+            }
+            let sum = &step.before + &step.write;
+            assert!(sum.iter().zip(&step.after).all(|(a, b)| a == b));
+        }
+    }
+
     use super::*;
     use crate::m3::fast_weight_memory::linear_attention_parallel;
     use approx::assert_relative_eq;
