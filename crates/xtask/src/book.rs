@@ -171,23 +171,6 @@ pub fn control_characters(root: &Path) -> Result<Vec<String>, Failure> {
 /// The most words of prose a collapsed answer (`<details>`) may hold.
 pub const MAX_ANSWER_WORDS: usize = 250;
 
-/// Answers that break the rule today and are being rewritten, as
-/// `src/...` paths: each may still hold one such answer.
-// TODO(issue 17): remove these once the rewrites land: "Delete the
-// softmax" line 202 (907 words, 5 listings, 2 figures, 3 outputs), the
-// exit check line 80 (313 words), and "Attention, from scratch" line 218
-// (an answer holding an output).
-const ANSWERS_BEING_REWRITTEN: [&str; 3] = [
-    "src/m3/delete-softmax.md",
-    "src/m3/exit-check.md",
-    "src/m3/attention.md",
-];
-
-/// Chapters with one accidental list today, being rewritten.
-// TODO(issue 17): remove once the exit check's answer 2 no longer starts a
-// line with "1. The test" (src/m3/exit-check.md line 67).
-const LISTS_BEING_REWRITTEN: [&str; 1] = ["src/m3/exit-check.md"];
-
 /// The Markdown chapters under `root/src`, with their paths from `root`.
 fn chapters(root: &Path) -> Result<Vec<(String, String)>, Failure> {
     let mut out = Vec::new();
@@ -207,13 +190,8 @@ fn chapters(root: &Path) -> Result<Vec<(String, String)>, Failure> {
 pub fn collapsed_answers(root: &Path) -> Result<Vec<String>, Failure> {
     let mut problems = Vec::new();
     for (rel, text) in chapters(root)? {
-        let mut allowed = ANSWERS_BEING_REWRITTEN.contains(&rel.as_str());
         for answer in answers(&text) {
             if answer.ok() {
-                continue;
-            }
-            if allowed {
-                allowed = false; // one each, no more
                 continue;
             }
             problems.push(format!("{rel}:{}: {}", answer.line, answer.why()));
@@ -271,7 +249,9 @@ impl Answer {
     }
 }
 
-/// Every `<details>` … `</details>` of a chapter's Markdown, measured.
+/// Every collapsed answer, `<details class="answer">` … `</details>`, of a
+/// chapter's Markdown, measured. A collapsed full listing
+/// (`<details class="listing">`) is not an answer and may hold code.
 pub fn answers(text: &str) -> Vec<Answer> {
     let mut out = Vec::new();
     let mut open: Option<Answer> = None;
@@ -301,7 +281,7 @@ pub fn answers(text: &str) -> Vec<Answer> {
         if fence {
             continue;
         }
-        if !math && t.starts_with("<details") {
+        if !math && t.starts_with("<details class=\"answer\"") {
             open = Some(Answer {
                 line: n + 1,
                 ..Answer::default()
@@ -380,11 +360,7 @@ fn prose_words(line: &str) -> usize {
 pub fn accidental_lists(root: &Path) -> Result<Vec<String>, Failure> {
     let mut problems = Vec::new();
     for (rel, text) in chapters(root)? {
-        let mut allowed = LISTS_BEING_REWRITTEN.contains(&rel.as_str());
         for (line, words) in list_by_accident(&text) {
-            if std::mem::take(&mut allowed) {
-                continue;
-            }
             problems.push(format!("{rel}:{line}: \"{words}\""));
         }
     }
@@ -886,10 +862,12 @@ mod tests {
         let text = format!(
             "Intro.\n\n<details class=\"answer\">\n<summary>Answer</summary>\n\n\
              A short answer, $x^2 + y$ counted once. {{{{#claim t}}}}\n\
-             </details>\n\n<details>\n<summary>Answer</summary>\n\n{words}\n\
-             $$\nnot + counted\n$$\n</details>\n<details>\n\n\
+             </details>\n\n<details class=\"answer\">\n<summary>Answer</summary>\n\n{words}\n\
+             $$\nnot + counted\n$$\n</details>\n<details class=\"answer\">\n\n\
              ```rust\n{{{{#include a.rs:f}}}}\n```\n\n{{{{#output o}}}}\n\n\
-             {{{{#figure f\ncaption: C\nalt: A\n}}}}\n</details>\n"
+             {{{{#figure f\ncaption: C\nalt: A\n}}}}\n</details>\n\
+             <details class=\"listing\">\n<summary>Full listing</summary>\n\n\
+             ```rust\n{{{{#include a.rs:g}}}}\n```\n\n{words}\n</details>\n"
         );
         let found = answers(&text);
         assert_eq!(found.len(), 3, "{found:?}");
