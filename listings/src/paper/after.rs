@@ -14,6 +14,7 @@ use crate::random::{BookRng, randn, seeded};
 use crate::table::Table;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
 use rand::Rng;
+use rand::seq::SliceRandom;
 use std::fmt;
 
 /// What is wrong with a rule's inputs: a bad q, k or v, or a gate or a
@@ -533,6 +534,251 @@ impl fmt::Display for EquivalenceTable {
     }
 }
 
+// ANCHOR: editing_stream
+/// A stream that writes n associations, random unit keys in ℝ^d and unit
+/// values in ℝ^m, then rewrites every fourth one of them (chosen at
+/// random) with a new value. keys: (n + n/4, d), values: (n + n/4, m);
+/// `latest`: the value each of the n keys should now return, (n, m).
+pub struct EditingStream {
+    pub keys: Array2<f64>,
+    pub values: Array2<f64>,
+    pub latest: Array2<f64>,
+}
+
+pub fn editing_stream(
+    seed: u64,
+    n: usize,
+    d: usize,
+    m: usize,
+) -> EditingStream {
+    let mut rng = seeded(seed);
+    let unit = |rng: &mut BookRng, rows, cols| {
+        crate::m3::attention::unit_rows(&randn(rng, rows, cols))
+    };
+    let (keys, mut latest) = (unit(&mut rng, n, d), unit(&mut rng, n, m));
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rng);
+    let edited = &order[..n / 4]; // the keys written a second time
+    let new = unit(&mut rng, edited.len(), m);
+    let (mut all_keys, mut all_values) = (keys.clone(), latest.clone());
+    for (&i, v) in edited.iter().zip(new.rows()) {
+        all_keys.push_row(keys.row(i)).expect("width d");
+        all_values.push_row(v).expect("width m");
+        latest.row_mut(i).assign(&v);
+    }
+    EditingStream {
+        keys: all_keys,
+        values: all_values,
+        latest,
+    }
+}
+// ANCHOR_END: editing_stream
+
+// ANCHOR: latest_value_error
+/// Run `rule` over the stream, then read every key once: the mean of
+/// ‖W_N k_i − v_i(latest)‖ over the n keys (a memory that returns 0 scores
+/// 1, as every value has unit length).
+pub fn latest_value_error(rule: &Rule, stream: &EditingStream) -> f64 {
+    let (k, v) = (&stream.keys, &stream.values);
+    let w = rule_recurrent(rule, k, k, v).expect("unit keys").memory;
+    let n = stream.latest.nrows();
+    let reads = k.slice(s![..n, ..]).dot(&w.t()); // row i: W k_i
+    let errors = (&reads - &stream.latest).map_axis(Axis(1), |e| e.dot(&e));
+    errors.mapv(f64::sqrt).mean().expect("n ≥ 1")
+}
+// ANCHOR_END: latest_value_error
+
+/// The rules of the editing studies for a stream of `len` tokens in ℝ^d:
+/// the six, gates uniform in [0.98, 1] (fixed decay 0.99), β = 1.
+pub fn editing_rules(seed: u64, len: usize, d: usize) -> Vec<Rule> {
+    six_rules(&mut seeded(seed + 1000), len, d, None, None)
+}
+
+/// Number of associations of the editing study, at key width d = 64.
+pub const EDITING_COUNTS: [usize; 9] = [8, 16, 32, 48, 64, 96, 128, 192, 256];
+
+/// The recall study: for each rule (in the order of `six_rules`) and each
+/// n, the latest-value error of every seed.
+pub struct EditingStudy {
+    pub d: usize,
+    pub m: usize,
+    pub seeds: u64,
+    pub counts: Vec<usize>,
+    pub names: Vec<&'static str>,
+    /// errors[rule][count][seed]
+    pub errors: Vec<Vec<Vec<f64>>>,
+}
+
+impl EditingStudy {
+    /// The mean error of rule `r` at count index `i`, over the seeds.
+    pub fn mean(&self, r: usize, i: usize) -> f64 {
+        let e = &self.errors[r][i];
+        e.iter().sum::<f64>() / e.len() as f64
+    }
+}
+
+pub fn editing_study(
+    counts: &[usize],
+    d: usize,
+    m: usize,
+    seeds: u64,
+) -> EditingStudy {
+    let mut errors = vec![vec![vec![]; counts.len()]; 6];
+    let mut names = vec![];
+    for (i, &n) in counts.iter().enumerate() {
+        for seed in 0..seeds {
+            let stream = editing_stream(seed, n, d, m);
+            let rules = editing_rules(seed, stream.keys.nrows(), d);
+            names = rules.iter().map(Rule::name).collect();
+            for (r, rule) in rules.iter().enumerate() {
+                errors[r][i].push(latest_value_error(rule, &stream));
+            }
+        }
+    }
+    EditingStudy {
+        d,
+        m,
+        seeds,
+        counts: counts.to_vec(),
+        names,
+        errors,
+    }
+}
+
+impl fmt::Display for EditingStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "unit keys in R^{}, unit values in R^{}; n written, then n/4 \
+             rewritten; mean |W k - v(latest)| over the keys and seeds 0..{}",
+            self.d, self.m, self.seeds
+        )?;
+        writeln!(f, "gates U[0.98, 1] (fixed decay 0.99), beta = 1")?;
+        let mut table = Table::new().right("n", 5).right("n/d", 6).gap("  ");
+        for name in &self.names {
+            table = table.right(name, 14);
+        }
+        for (i, &n) in self.counts.iter().enumerate() {
+            let mut row =
+                vec![n.to_string(), format!("{:.2}", n as f64 / self.d as f64)];
+            row.extend(
+                (0..self.names.len())
+                    .map(|r| format!("{:.3}", self.mean(r, i))),
+            );
+            table.row(row);
+        }
+        write!(f, "{table}")
+    }
+}
+
+// ANCHOR: fading_signal
+/// What is left of one association after later writes: W holds v₁ k₁ᵀ,
+/// and each later token applies its transition A_t but not its input
+/// (ω = 0), so W is the first association's share of the memory. Entry s
+/// is v₁ᵀ W k₁ after s later tokens. `rule` has coefficients for `len`.
+pub fn fading_signal(
+    rule: &Rule,
+    len: usize,
+    seed: u64,
+    (d, m): (usize, usize),
+) -> Vec<f64> {
+    let mut rng = seeded(seed);
+    let k = crate::m3::attention::unit_rows(&randn(&mut rng, len, d));
+    let v = crate::m3::attention::unit_rows(&randn(&mut rng, len, m));
+    let c = rule.coefficients(len, d).expect("the study's rules");
+    let mut w = Array2::zeros((m, d));
+    (0..len)
+        .map(|t| {
+            let alpha = c.log_alpha.row(t).mapv(f64::exp);
+            let omega = if t == 0 { c.omega[0] } else { 0.0 }; // only v₁ k₁ᵀ
+            rule_step(&mut w, &k.row(t), &v.row(t), &alpha, c.beta[t], omega);
+            v.row(0).dot(&w.dot(&k.row(0))) / c.omega[0] // share of v₁ at k₁
+        })
+        .collect()
+}
+// ANCHOR_END: fading_signal
+
+/// The fading study: for each rule, the mean over seeds of what is left
+/// of the first association after s later writes, s = 0..4d, at width d.
+pub struct FadingStudy {
+    pub d: usize,
+    pub seeds: u64,
+    pub names: Vec<&'static str>,
+    /// signal[rule][s]
+    pub signal: Vec<Vec<f64>>,
+}
+
+impl FadingStudy {
+    /// The first number of later writes after which the mean signal of rule
+    /// `r` is below one half, if it falls that far within 4d writes.
+    pub fn half_life(&self, r: usize) -> Option<usize> {
+        self.signal[r].iter().position(|&x| x < 0.5)
+    }
+}
+
+pub fn fading_study(d: usize, seeds: u64) -> FadingStudy {
+    let len = 4 * d + 1;
+    let mut signal = vec![vec![0.0; len]; 6];
+    let mut names = vec![];
+    for seed in 0..seeds {
+        let rules = editing_rules(seed, len, d);
+        names = rules.iter().map(Rule::name).collect();
+        for (r, rule) in rules.iter().enumerate() {
+            let s = fading_signal(rule, len, seed, (d, 16));
+            signal[r].iter_mut().zip(s).for_each(|(a, x)| *a += x);
+        }
+    }
+    signal.iter_mut().flatten().for_each(|x| *x /= seeds as f64);
+    FadingStudy {
+        d,
+        seeds,
+        names,
+        signal,
+    }
+}
+
+impl fmt::Display for FadingStudy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "d = {}, m = 16, seeds 0..{}: v1' W k1 after s later writes \
+             (mean), and the first s where it is below 1/2",
+            self.d, self.seeds
+        )?;
+        let marks = [0, self.d / 4, self.d / 2, self.d, 2 * self.d, 4 * self.d];
+        let mut table = Table::new().left("rule", 15);
+        for s in marks {
+            table = table.right(&format!("s = {s}"), 9);
+        }
+        table = table.gap("  ").right("half-life", 10);
+        for (r, name) in self.names.iter().enumerate() {
+            let mut row = vec![name.to_string()];
+            row.extend(
+                marks.iter().map(|&s| format!("{:.3}", self.signal[r][s])),
+            );
+            row.push(match self.half_life(r) {
+                Some(s) => s.to_string(),
+                None => format!("> {}", 4 * self.d),
+            });
+            table.row(row);
+        }
+        write!(f, "{table}")
+    }
+}
+
+/// The chapter's editing study (d = 64, m = 16, ten seeds), run once.
+pub fn chapter_editing() -> &'static EditingStudy {
+    static CELL: std::sync::OnceLock<EditingStudy> = std::sync::OnceLock::new();
+    CELL.get_or_init(|| editing_study(&EDITING_COUNTS, 64, 16, 10))
+}
+
+/// The chapter's fading studies, at d = 32 and d = 64, twenty seeds each.
+pub fn chapter_fading() -> &'static [FadingStudy; 2] {
+    static CELL: std::sync::OnceLock<[FadingStudy; 2]> =
+        std::sync::OnceLock::new();
+    CELL.get_or_init(|| [fading_study(32, 20), fading_study(64, 20)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,5 +980,138 @@ mod tests {
                 .err()
                 .unwrap();
         assert!(err.to_string().contains("length of k"), "{err}");
+    }
+
+    /// Index of each rule in `six_rules`.
+    const SUM: usize = 0;
+    const FIXED: usize = 1;
+    const DELTA: usize = 4;
+    const GATED: usize = 5;
+
+    /// The chapter's study, and one at half the width with its own seeds.
+    fn editing_studies() -> [&'static EditingStudy; 2] {
+        static CELL: std::sync::OnceLock<EditingStudy> =
+            std::sync::OnceLock::new();
+        let half: Vec<usize> = EDITING_COUNTS.iter().map(|n| n / 2).collect();
+        let narrow = CELL.get_or_init(|| editing_study(&half, 32, 16, 10));
+        [chapter_editing(), narrow]
+    }
+
+    #[test]
+    fn the_latest_value_error_of_every_rule_grows_with_n() {
+        for study in editing_studies() {
+            for r in 0..6 {
+                for i in 1..study.counts.len() {
+                    let (before, now) =
+                        (study.mean(r, i - 1), study.mean(r, i));
+                    assert!(now > before, "{} at n {}", study.names[r], i);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn up_to_d_keys_the_delta_rules_read_the_latest_values_best() {
+        for study in editing_studies() {
+            for (i, &n) in study.counts.iter().enumerate() {
+                if n > study.d {
+                    continue;
+                }
+                let worst_delta =
+                    study.mean(DELTA, i).max(study.mean(GATED, i));
+                for r in SUM..DELTA {
+                    assert!(worst_delta < study.mean(r, i), "n {n}, rule {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn past_d_keys_the_sum_rule_reads_worse_than_an_empty_memory() {
+        // An empty memory reads 0: an error of exactly 1 for unit values.
+        for study in editing_studies() {
+            for (i, &n) in study.counts.iter().enumerate() {
+                if n < study.d {
+                    continue;
+                }
+                let sum = study.mean(SUM, i);
+                assert!(sum > 1.0, "n {n}: {sum}");
+                for r in FIXED..=GATED {
+                    assert!(sum > study.mean(r, i), "n {n}, rule {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn from_one_and_a_half_d_keys_the_gated_delta_rule_reads_best() {
+        for study in editing_studies() {
+            for (i, &n) in study.counts.iter().enumerate() {
+                if 2 * n < 3 * study.d {
+                    continue;
+                }
+                for r in SUM..GATED {
+                    assert!(study.mean(GATED, i) < study.mean(r, i), "n {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sum_rule_keeps_every_association_whole() {
+        for seed in 0..5 {
+            for d in [8, 32] {
+                let signal = fading_signal(&Rule::Sum, 4 * d, seed, (d, 4));
+                for x in signal {
+                    assert!((x - 1.0).abs() < 1e-12, "{x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fixed_decay_halves_an_association_after_ln2_over_ln_1_over_gamma_writes()
+     {
+        for seed in 0..5 {
+            for gamma in [0.9, 0.99] {
+                let rule = Rule::FixedDecay(gamma);
+                for (s, x) in
+                    fading_signal(&rule, 300, seed, (16, 4)).iter().enumerate()
+                {
+                    let want = gamma.powi(s as i32);
+                    assert!((x / want - 1.0).abs() < 1e-10, "{x} vs {want}");
+                }
+            }
+        }
+        // In the chapter's studies, at both widths: ln 2 / ln(1/0.99) ≈ 69.
+        let want = (2f64.ln() / (1.0 / 0.99f64).ln()).ceil() as usize;
+        for study in chapter_fading() {
+            assert_eq!(study.half_life(FIXED), Some(want));
+        }
+    }
+
+    #[test]
+    fn the_delta_rules_half_life_grows_in_proportion_to_d() {
+        // About d ln 2 later writes: each removes on average 1/d of what is
+        // left along k₁. Checked at d = 32 and 64, twenty seeds each.
+        let [narrow, wide] = chapter_fading();
+        let lives = [narrow, wide].map(|s| s.half_life(DELTA).unwrap());
+        for (life, study) in lives.iter().zip([narrow, wide]) {
+            let per_d = *life as f64 / study.d as f64;
+            assert!((0.6..0.85).contains(&per_d), "{life} at d {}", study.d);
+        }
+        let ratio = lives[1] as f64 / lives[0] as f64;
+        assert!((1.7..2.3).contains(&ratio), "{lives:?}");
+    }
+
+    #[test]
+    fn the_gated_delta_rule_forgets_faster_than_its_gate_or_the_delta_rule_alone()
+     {
+        for study in chapter_fading() {
+            let gated = study.half_life(GATED).unwrap();
+            for r in FIXED..GATED {
+                assert!(gated < study.half_life(r).unwrap(), "rule {r}");
+            }
+        }
     }
 }
