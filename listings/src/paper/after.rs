@@ -985,6 +985,8 @@ mod tests {
     /// Index of each rule in `six_rules`.
     const SUM: usize = 0;
     const FIXED: usize = 1;
+    const SCALAR: usize = 2;
+    const DIAGONAL: usize = 3;
     const DELTA: usize = 4;
     const GATED: usize = 5;
 
@@ -1087,6 +1089,11 @@ mod tests {
         let want = (2f64.ln() / (1.0 / 0.99f64).ln()).ceil() as usize;
         for study in chapter_fading() {
             assert_eq!(study.half_life(FIXED), Some(want));
+            // Random gates with the same mean: nearly the same rate.
+            for r in [SCALAR, DIAGONAL] {
+                let life = study.half_life(r).unwrap();
+                assert!(life.abs_diff(want) <= 3, "rule {r}: {life}");
+            }
         }
     }
 
