@@ -11,6 +11,7 @@
 //! One module per group of rows: `forms` (the schedules), `threads` (thread
 //! scaling); `targets` holds what the numbers must reach, one table.
 
+mod after;
 mod crossover;
 mod forms;
 mod json;
@@ -81,6 +82,7 @@ fn main() {
     eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
     let table = render_table(&rows, ceiling);
     println!("{table}");
+    println!("{}", after::render_rules(&after::time_rules()));
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
     println!("{}", render_scaling(&scaling));
