@@ -139,7 +139,7 @@ pub fn rule_chunkwise_f32(
         let mut u = &vc * &om.insert_axis(Axis(1));
         let mut read = Array2::<f32>::zeros((c, m));
         general_mat_mul(1.0, &kg, &w.t(), 0.0, &mut read);
-        u.scaled_add(-1.0, &(read * &b.insert_axis(Axis(1))));
+        u.scaled_add(-1.0, &(read * b.insert_axis(Axis(1))));
         for i in 1..c {
             let (done, mut rest) = u.view_mut().split_at(Axis(0), i);
             let known = s_kk.slice(s![i, ..i]).dot(&done);
