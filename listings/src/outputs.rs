@@ -289,6 +289,25 @@ pub const ALL: &[Output] = &[
             crate::m3::walkthrough::walkthrough_study(&lengths, 3).to_string()
         },
     },
+    // Chapter "After the paper".
+    Output {
+        name: "after-equivalence",
+        run: || {
+            let rows = crate::paper::after::equivalence_study(3);
+            crate::paper::after::EquivalenceTable { seeds: 3, rows }.to_string()
+        },
+    },
+    Output {
+        name: "after-editing",
+        run: || crate::paper::after::chapter_editing().to_string(),
+    },
+    Output {
+        name: "after-fading",
+        run: || {
+            let [narrow, wide] = crate::paper::after::chapter_fading();
+            format!("{narrow}\n\n{wide}")
+        },
+    },
 ];
 
 /// Sequence lengths of the cost tables of "Why attention is expensive".

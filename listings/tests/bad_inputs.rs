@@ -36,6 +36,7 @@ use listings::m3::schedules::linear_attention_chunkwise;
 use listings::m3::walkthrough::{
     FastWeightLayer, causal_linear_attention_product, linear_attention_one_shot,
 };
+use listings::paper::after::{Rule, RuleError, rule_chunkwise, rule_recurrent};
 use listings::paper::capacity::sum_rule_recall;
 use listings::paper::capacity_sweep::delta_rule_recall;
 use listings::paper::delta_rule::{
@@ -233,6 +234,15 @@ impl AllFinite for Attention {
 fn never_nan_nor_panic<R: AllFinite>(
     range: Range,
     f: impl Fn(&Case) -> Result<R, InputError>,
+) {
+    never_nan_nor_panic_with(range, f)
+}
+
+/// `never_nan_nor_panic` for listings whose error type is not
+/// `InputError` (the update rules' `RuleError`).
+fn never_nan_nor_panic_with<R: AllFinite, E: std::fmt::Display>(
+    range: Range,
+    f: impl Fn(&Case) -> Result<R, E>,
 ) {
     let (mut ok, mut err) = (0, 0);
     for case in cases(range) {
@@ -434,6 +444,42 @@ fn delta_rule_listings_never_return_nan_nor_panic() {
         let w_beta = Array1::from_elem(c.k.ncols(), 0.5); // may not fit q
         Ok(write_strength(&c.q, &w_beta)?.insert_axis(ndarray::Axis(1)))
     });
+}
+
+// Chapter "After the paper": every rule, gates 1 − β (β as drawn, or
+// damaged: then a gate outside (0, 1] or a NaN), write strengths β.
+
+#[test]
+fn update_rule_listings_never_return_nan_nor_panic() {
+    let rules = |c: &Case| {
+        let gate = c.beta.mapv(|b| 1.0 - b);
+        let gates =
+            Array2::from_shape_fn((c.k.nrows(), c.k.ncols()), |(t, _)| {
+                gate.get(t).copied().unwrap_or(0.5)
+            });
+        [
+            Rule::Sum,
+            Rule::FixedDecay(gate.get(0).copied().unwrap_or(0.9)),
+            Rule::ScalarDecay(gate.clone()),
+            Rule::DiagonalGates(gates),
+            Rule::Delta(c.beta.clone()),
+            Rule::GatedDelta {
+                alpha: gate,
+                beta: c.beta.clone(),
+            },
+        ]
+    };
+    for r in 0..6 {
+        never_nan_nor_panic_with(F64, |c| {
+            let rule = &rules(c)[r];
+            Ok::<_, RuleError>(rule_recurrent(rule, &c.q, &c.k, &c.v)?.output)
+        });
+        never_nan_nor_panic_with(F64, |c| {
+            let rule = &rules(c)[r];
+            let read = rule_chunkwise(rule, &c.q, &c.k, &c.v, c.chunk)?;
+            Ok::<_, RuleError>(read.output)
+        });
+    }
 }
 
 // Appendix E: the f32 forms.

@@ -11,6 +11,7 @@
 //! One module per group of rows: `forms` (the schedules), `threads` (thread
 //! scaling); `targets` holds what the numbers must reach, one table.
 
+mod after;
 mod crossover;
 mod forms;
 mod json;
@@ -86,6 +87,7 @@ fn main() {
         .join("../../listings/data/bench.tsv");
     std::fs::write(committed, tsv).expect("bench.tsv written");
     println!("wrote listings/data/bench.tsv");
+    println!("{}", after::render_rules(&after::time_rules()));
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
     println!("{}", render_scaling(&scaling));

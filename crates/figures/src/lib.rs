@@ -4,6 +4,7 @@
 //! the SVG, so figures follow the reader's theme: text and axes are drawn in
 //! `currentColor`, and colour maps are chosen to read on light and dark pages.
 
+mod after;
 mod cost;
 mod feature_map;
 mod heatmap;
@@ -100,6 +101,10 @@ pub const ALL: &[Figure] = &[
     Figure {
         name: "speed-crossover",
         render: speed::speed_crossover_figure,
+    },
+    Figure {
+        name: "after-editing",
+        render: after::after_editing,
     },
 ];
 

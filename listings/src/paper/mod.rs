@@ -1,6 +1,7 @@
 //! Part II — The paper: linear transformers are secretly fast weight
 //! programmers, one module per chapter, in the order of `src/SUMMARY.md`.
 
+pub mod after;
 pub mod capacity;
 pub mod capacity_sweep;
 pub mod delta_rule;

@@ -1,0 +1,87 @@
+//! The figure of "After the paper": what each update rule does to a memory
+//! that is being edited, from the studies in `listings::paper::after`.
+
+use crate::lines::{Axes, Line, panel};
+use crate::style::themeable;
+use listings::paper::after::{chapter_editing, chapter_fading};
+use plotters::prelude::*;
+
+/// Two panels: the error of reading the latest value of every key against
+/// the number n of keys written (d = 64), and what is left of one
+/// association after s later writes (d = 64).
+pub fn after_editing() -> String {
+    let editing = chapter_editing();
+    let error_lines: Vec<Line> = editing
+        .names
+        .iter()
+        .enumerate()
+        .map(|(r, name)| Line {
+            name: name.to_string(),
+            style: r,
+            points: editing
+                .counts
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (n as f64, editing.mean(r, i)))
+                .collect(),
+        })
+        .collect();
+    let [_, fading] = chapter_fading();
+    let step = fading.d / 8; // a marker every d/8 writes
+    let fade_lines: Vec<Line> = fading
+        .names
+        .iter()
+        .enumerate()
+        .map(|(r, name)| Line {
+            name: name.to_string(),
+            style: r,
+            points: fading.signal[r]
+                .iter()
+                .enumerate()
+                .step_by(step)
+                .map(|(s, &x)| (s as f64, x.max(FLOOR)))
+                .collect(),
+        })
+        .collect();
+    let n_max = *editing.counts.last().expect("counts") as f64;
+    let s_max = (fading.signal[0].len() - 1) as f64;
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 760)).into_drawing_area();
+        let (top, bottom) = root.split_vertically(380);
+        let top_axes = Axes {
+            x: (editing.counts[0] as f64 / 1.3, n_max * 1.3),
+            x_log: Some(2),
+            y: (0.09, 4.0),
+            y_log: 10,
+            x_desc: "keys written, n (d = 64)",
+            y_desc: "error reading the latest values",
+        };
+        panel(
+            &top,
+            &top_axes,
+            &error_lines,
+            SeriesLabelPosition::LowerRight,
+        );
+        let bottom_axes = Axes {
+            x: (0.0, s_max),
+            x_log: None,
+            y: (FLOOR, 2.0),
+            y_log: 10,
+            x_desc: "later writes, s (d = 64)",
+            y_desc: "share of the first association left",
+        };
+        panel(
+            &bottom,
+            &bottom_axes,
+            &fade_lines,
+            SeriesLabelPosition::LowerLeft,
+        );
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}
+
+/// The bottom of the fading panel's axis.
+const FLOOR: f64 = 1e-3;
