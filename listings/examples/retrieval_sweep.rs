@@ -11,8 +11,7 @@ use listings::paper::retrieval::fast::step_flops;
 use listings::paper::retrieval::model::Layer;
 use listings::paper::retrieval::sweep::{
     Estimate, Job, Record, STEP, Timing, budget_for, budget_line, committed,
-    lanes, paper_capacity, paper_runs, planned_runs, run, run_lanes,
-    sort_records, to_tsv,
+    lanes, paper_capacity, paper_runs, run, run_lanes, sort_records, to_tsv,
 };
 use listings::paper::retrieval::task::Setting;
 use std::io::Write;
@@ -155,7 +154,6 @@ fn main() {
             (comments, kept)
         }
     };
-    let _ = planned_runs;
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
     eprintln!(

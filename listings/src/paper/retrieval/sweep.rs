@@ -236,6 +236,23 @@ pub fn planned_runs(
     runs
 }
 
+/// The runs of a lane not yet in `done`, whatever order `done` finished
+/// in: a Setting 2 lane's sizes run as separate jobs, so its records can
+/// arrive out of order; a Setting 1 lane's first seed runs in order.
+pub fn runs_left(layer: Layer, setting: Setting, done: &[Record]) -> Vec<Run> {
+    let mut done = done.to_vec();
+    done.sort_by_key(|r| (r.seed, r.n));
+    match setting {
+        Setting::Distinct => planned_runs(layer, setting, &done),
+        Setting::Repeated => planned_runs(layer, setting, &[])
+            .into_iter()
+            .filter(|r| {
+                !done.iter().any(|d| d.n == r.shape.n && d.seed == r.seed)
+            })
+            .collect(),
+    }
+}
+
 /// Train every lane on `threads` threads and return every record, in the
 /// order of [`lanes`] (then seed, then n), whatever order they ran in.
 /// Jobs are taken longest first by `cost` (a predicted cost in any unit):
@@ -432,7 +449,7 @@ impl Estimate {
             let (lo, hi) =
                 steps(&mut mine.iter().map(|r| r.steps)).unwrap_or(all);
             let rate = self.rate(&name).expect("some run has ended");
-            for r in planned_runs(layer, setting, &mine) {
+            for r in runs_left(layer, setting, &mine) {
                 low += Self::flops(&r, lo) * rate;
                 let h = Self::flops(&r, hi) * rate;
                 high += h;
@@ -1230,6 +1247,20 @@ mod tests {
             est.finished(&timed(layer, Setting::Repeated, n, 100), t);
         }
         assert_eq!(est.seconds_left(), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_estimate_counts_setting_2_sizes_left_in_any_order() {
+        let layer = Layer::Fwm(FwmPhi::Tanh);
+        let done = [
+            timed(layer, Setting::Repeated, 40, 100),
+            timed(layer, Setting::Repeated, 60, 100),
+        ];
+        let left: Vec<usize> = runs_left(layer, Setting::Repeated, &done)
+            .iter()
+            .map(|r| r.shape.n)
+            .collect();
+        assert_eq!(left, vec![20]);
     }
 
     #[test]
