@@ -948,6 +948,50 @@ mod tests {
         }
     }
 
+    /// Our best loss and the paper's at each size of an fwm lane.
+    fn fwm_pairs(layer: Layer) -> Vec<(usize, f64, f64)> {
+        let runs = data();
+        let paper = paper_runs();
+        series(&runs, Setting::Repeated, &layer.name())
+            .iter()
+            .map(|r| {
+                let p = paper
+                    .iter()
+                    .find(|p| {
+                        p.setting == Setting::Repeated
+                            && p.layer == r.layer
+                            && p.n == r.n
+                    })
+                    .expect("the paper logged every size we ran");
+                (r.n, r.best_loss, p.best_loss)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dpfp1_fwm_lands_within_ten_percent_of_the_papers_loss_at_every_size() {
+        let pairs = fwm_pairs(Layer::Fwm(FwmPhi::Map(Phi::Dpfp(1))));
+        assert_eq!(pairs.len(), FWM_MAX / STEP);
+        for (n, ours, paper) in pairs {
+            assert!((ours - paper).abs() <= 0.1 * paper, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn tanh_fwm_stopped_early_stays_above_the_papers_longer_runs() {
+        let pairs = fwm_pairs(Layer::Fwm(FwmPhi::Tanh));
+        assert_eq!(pairs.len(), FWM_MAX / STEP);
+        for (n, ours, paper) in pairs {
+            assert!(ours > paper, "n = {n}");
+        }
+        let steps = paper_runs()
+            .iter()
+            .filter(|r| r.layer == "tanh/fwm" && r.n <= FWM_MAX)
+            .map(|r| r.steps)
+            .min();
+        assert!(steps.unwrap() > 10 * TANH_FWM_STEPS);
+    }
+
     #[test]
     fn the_delta_rule_beats_the_fwm_baseline_at_every_size() {
         let runs = data();
