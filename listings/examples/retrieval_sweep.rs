@@ -1,11 +1,17 @@
 //! Train every model of the retrieval chapter and write the results to
 //! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
 //! builds it in release mode; it uses every core and shows its progress.
+//!
+//! `-- --only LAYER/SETTING,...` (e.g. `--only tanh/fwm/setting2`) trains
+//! only those lanes and keeps the committed records of every other lane:
+//! the file is the one a full run would write, but for the time lines.
 
 use listings::measure::Machine;
-use listings::paper::retrieval::model::{Layer, Phi, Rule};
+use listings::paper::retrieval::fast::step_flops;
+use listings::paper::retrieval::model::Layer;
 use listings::paper::retrieval::sweep::{
-    Record, STEP, budget_line, lanes, paper_capacity, run_lanes, to_tsv,
+    Estimate, Job, Record, STEP, Timing, budget_for, budget_line, committed,
+    lanes, paper_capacity, paper_runs, run, run_lanes, sort_records, to_tsv,
 };
 use listings::paper::retrieval::task::Setting;
 use std::io::Write;
@@ -13,85 +19,141 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// A rough cost of a lane, to order lanes and estimate the time left: the
-/// sizes the paper's logs say it will sweep, each weighted by n² · p.
-fn expected_cost(layer: Layer, setting: Setting) -> f64 {
-    let p = layer.width(64) as f64;
-    let top = match setting {
-        Setting::Distinct => {
+/// Steps a run is expected to take: the paper's logged run at the same
+/// size if there is one, else 3,000; at most the run's budget.
+fn expected_steps(layer: Layer, setting: Setting, n: usize) -> f64 {
+    let paper = paper_runs()
+        .into_iter()
+        .find(|r| r.setting == setting && r.layer == layer.name() && r.n == n)
+        .map_or(3000, |r| r.steps);
+    paper.min(budget_for(layer).max_steps) as f64
+}
+
+/// The predicted arithmetic of a run: expected steps × flops per step.
+fn run_cost(layer: Layer, setting: Setting, n: usize) -> f64 {
+    let r = run(layer, setting, n, 1);
+    let flops = step_flops(layer, setting, r.shape, r.budget.batch);
+    expected_steps(layer, setting, n) * flops as f64
+}
+
+/// A job's predicted cost: a run's, or a Setting 1 lane's sizes up to
+/// three steps past the paper's capacity.
+fn job_cost(job: &Job) -> f64 {
+    match *job {
+        Job::Run(r) => run_cost(r.layer, r.setting, r.shape.n),
+        Job::Lane(layer, setting) => {
             let cap = paper_capacity(setting, &layer.name()).unwrap_or(60);
-            (cap + 3 * STEP).min(600)
+            let top = (cap + 3 * STEP).min(600);
+            (1..=top / STEP)
+                .map(|i| run_cost(layer, setting, i * STEP))
+                .sum()
         }
-        Setting::Repeated => 100,
-    };
-    let len = setting.len(1) as f64;
-    let extra = match layer {
-        Layer::Linear(_, Rule::Delta) => len * len * p / 64.0,
-        Layer::Linear(Phi::Favor(_), _) => 8.0,
-        _ => 1.0,
-    };
-    (1..=top / STEP)
-        .map(|i| ((i * STEP) as f64).powi(2) * (p + 64.0) * extra)
-        .sum::<f64>()
-        + 4.0 * (top as f64).powi(2) * (p + 64.0) * extra
+    }
 }
 
 fn main() {
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/retrieval.tsv");
-    let mut lanes = lanes();
-    lanes.sort_by(|a, b| {
-        expected_cost(b.0, b.1).total_cmp(&expected_cost(a.0, a.1))
-    });
-    let total_cost: f64 = lanes.iter().map(|l| expected_cost(l.0, l.1)).sum();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let only: Option<Vec<String>> = match args.as_slice() {
+        [] => None,
+        [flag, list] if flag == "--only" => {
+            Some(list.split(',').map(str::to_string).collect())
+        }
+        _ => {
+            eprintln!("usage: retrieval_sweep [--only LAYER/SETTING,...]");
+            std::process::exit(2);
+        }
+    };
+    let key = |(l, s): &(Layer, Setting)| format!("{}/{}", l.name(), s.name());
+    let mut chosen = lanes();
+    if let Some(only) = &only {
+        for name in only {
+            if !chosen.iter().any(|l| key(l) == *name) {
+                let known: Vec<String> = chosen.iter().map(key).collect();
+                eprintln!("unknown lane {name}; lanes: {}", known.join(", "));
+                std::process::exit(2);
+            }
+        }
+        chosen.retain(|l| only.contains(&key(l)));
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    eprintln!("training {} lanes on {threads} threads", lanes.len());
+    eprintln!("training {} lanes on {threads} threads", chosen.len());
     let start = Instant::now();
-    let done_cost = Mutex::new(0.0f64);
-    let runs = Mutex::new(0usize);
-    let records = run_lanes(&lanes, threads, |r: &Record, left| {
-        let p = r.p as f64;
-        let mut cost = done_cost.lock().unwrap();
-        *cost += (r.n as f64).powi(2) * (p + 64.0) * r.steps as f64 / 2400.0;
-        let mut count = runs.lock().unwrap();
-        *count += 1;
-        let fraction = (*cost / total_cost).min(0.99);
-        let elapsed = start.elapsed().as_secs();
-        let eta = (elapsed as f64 * (1.0 / fraction - 1.0)) as u64;
-        let width = 30;
-        let filled = (fraction * width as f64) as usize;
-        eprintln!(
-            "[{}{}] {:>3} runs, {left} jobs open, {}m{:02}s elapsed, ~{}m left  \
-             {} {} n={} seed {}: {} at step {}, best {:.4}",
-            "#".repeat(filled),
-            "-".repeat(width - filled),
-            *count,
-            elapsed / 60,
-            elapsed % 60,
-            eta / 60,
-            r.setting,
-            r.layer,
-            r.n,
-            r.seed,
-            r.stop,
-            r.steps,
-            r.best_loss,
-        );
-        let _ = std::io::stderr().flush();
-    });
+    let estimate = Mutex::new(Estimate::new(&chosen, threads));
+    let records =
+        run_lanes(&chosen, threads, job_cost, |r: &Record, open, t: Timing| {
+            let mut est = estimate.lock().unwrap();
+            est.finished(r, t);
+            let elapsed = start.elapsed().as_secs_f64();
+            let (low, high) = est.seconds_left();
+            let done = est.runs();
+            eprintln!(
+                "{:>3} runs, {open} jobs open, {}m{:02}s elapsed, {} left | \
+             {} {} n={} seed {}: {} at step {}, best {:.4}, \
+             {:.0} s wall, {:.0} s CPU",
+                done,
+                elapsed as u64 / 60,
+                elapsed as u64 % 60,
+                Estimate::describe(low, high),
+                r.setting,
+                r.layer,
+                r.n,
+                r.seed,
+                r.stop,
+                r.steps,
+                r.best_loss,
+                t.wall,
+                t.cpu,
+            );
+            let _ = std::io::stderr().flush();
+        });
     let minutes = start.elapsed().as_secs_f64() / 60.0;
     let cpu = cpu_minutes();
     let machine = Machine::now();
-    let comments = vec![
-        "Results of the synthetic retrieval experiments (Schlag et al. 2021, §6.1) at the paper's scale, d = 64.".to_string(),
-        "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
-        format!(
-            "Machine: {} ({threads} threads); {minutes:.1} minutes wall clock, {}.",
-            machine.cpu,
-            cpu.map_or("CPU time unknown".to_string(), |c| format!("{c:.1} minutes of CPU time")),
+    let time = format!(
+        "{minutes:.1} minutes wall clock, {}",
+        cpu.map_or("CPU time unknown".to_string(), |c| {
+            format!("{c:.1} minutes of CPU time")
+        })
+    );
+    let est = estimate.into_inner().unwrap();
+    eprintln!(
+        "\nCPU time per lane (sum over its runs):\n{}",
+        est.per_lane()
+    );
+    let (comments, records) = match &only {
+        None => (
+            vec![
+                "Results of the synthetic retrieval experiments (Schlag et al. 2021, §6.1) at the paper's scale, d = 64.".to_string(),
+                "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
+                format!("Machine: {} ({threads} threads); {time}.", machine.cpu),
+                format!("Date: {}", machine.date),
+                budget_line(),
+            ],
+            records,
         ),
-        format!("Date: {}", machine.date),
-        budget_line(),
-    ];
+        Some(names) => {
+            // Keep every other lane's committed records and provenance.
+            let (old, mut kept) = committed();
+            kept.retain(|r| {
+                !names.contains(&format!("{}/{}", r.layer, r.setting))
+            });
+            kept.extend(records);
+            sort_records(&mut kept);
+            let mut comments: Vec<String> = old
+                .into_iter()
+                .filter(|c| !c.starts_with("Budget:"))
+                .collect();
+            comments.push(format!(
+                "Lanes {} trained alone with `-- --only` on {} ({} threads): {time}.",
+                names.join(", "),
+                machine.date,
+                threads
+            ));
+            comments.push(budget_line());
+            (comments, kept)
+        }
+    };
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
     eprintln!(

@@ -250,3 +250,46 @@ fn backward_pass_holds_a_fixed_state_whatever_n() {
     // S, z, R, r and a few rows: a handful of (m, d) matrices.
     assert!(extra[0].1 <= 8 * (m * d + 4 * d) * float, "{extra:?}");
 }
+
+#[test]
+fn retrieval_trainer_allocates_nothing_per_episode_but_a_gram_buffer() {
+    // The fast trainer's step allocates the same number of times for 4
+    // episodes as for 16, for softmax, the sum rule and the fwm rule's
+    // explicit memory: nothing inside the loop over a batch's episodes.
+    use listings::paper::retrieval::fast::Fast;
+    use listings::paper::retrieval::model::{
+        FwmPhi, Layer, Params, Phi, Rule, Shape,
+    };
+    use listings::paper::retrieval::task::{Setting, episodes};
+    use listings::paper::retrieval::train::Budget;
+    use listings::random::seeded;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for layer in [
+        Layer::Softmax,
+        Layer::Linear(Phi::Dpfp(1), Rule::Sum),
+        Layer::Linear(Phi::Dpfp(1), Rule::Delta),
+        Layer::Fwm(FwmPhi::Map(Phi::Dpfp(1))),
+        Layer::Fwm(FwmPhi::Tanh),
+    ] {
+        let shape = Shape::paper(6, 4);
+        let params = Params::init(&mut seeded(0), shape, layer);
+        let budget = Budget {
+            batch: 16,
+            ..Budget::paper()
+        };
+        let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
+        let eps = episodes(1, 16, 6, Setting::Repeated);
+        fast.gradient(&eps[..1]).unwrap(); // warm up
+        let calls = |b: usize, fast: &mut Fast| {
+            usage(|| fast.gradient(&eps[..b]).unwrap()).calls
+        };
+        let (few, many) = (calls(4, &mut fast), calls(16, &mut fast));
+        // The delta rule's one matrix product per episode, its Gram matrix,
+        // takes a packing buffer from matrixmultiply: one call each.
+        let per_episode = match layer {
+            Layer::Linear(_, Rule::Delta) => 1,
+            _ => 0,
+        };
+        assert_eq!(many - few, 12 * per_episode, "{}", layer.name());
+    }
+}

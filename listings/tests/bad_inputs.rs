@@ -608,3 +608,62 @@ fn a_feature_row_without_a_positive_sum_is_an_error_at_f64_and_f32() {
     want(delta_rule_recurrent_f32(&q32, &k32, &v32, &b32).unwrap_err());
     want(delta_rule_chunkwise_f32(&q32, &k32, &v32, &b32, 4).unwrap_err());
 }
+
+#[test]
+fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
+    // The fast f32 trainer, fed weights with NaN, ±∞, huge or all-zero
+    // entries: Ok with a finite loss and gradient, or a TrainError.
+    use listings::paper::retrieval::fast::Fast;
+    use listings::paper::retrieval::model::{
+        FwmPhi, Layer, Params, Phi, Rule, Shape,
+    };
+    use listings::paper::retrieval::task::{Setting, episodes};
+    use listings::paper::retrieval::train::Budget;
+    let layers = [
+        Layer::Fwm(FwmPhi::Map(Phi::Dpfp(1))),
+        Layer::Fwm(FwmPhi::Tanh),
+        Layer::Linear(Phi::Dpfp(1), Rule::Delta),
+        Layer::Linear(Phi::EluPlusOne, Rule::Sum),
+        Layer::Softmax,
+    ];
+    let bad = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e20, 0.0];
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let (mut ok, mut refused) = (0, 0);
+    for case in 0..100 {
+        let layer = layers[case % layers.len()];
+        let shape = Shape::paper(5, 4);
+        let mut params = Params::init(&mut rng, shape, layer);
+        let value = bad[rng.random_range(0..bad.len())];
+        let tensor = rng.random_range(0..7);
+        let all = rng.random_bool(0.3);
+        let slice = &mut params.slices_mut()[tensor];
+        if all {
+            slice.fill(value);
+        } else {
+            let at = rng.random_range(0..slice.len());
+            slice[at] = value;
+        }
+        let budget = Budget {
+            batch: 4,
+            ..Budget::paper()
+        };
+        let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
+        let eps = episodes(case as u64, 4, 5, Setting::Repeated);
+        let label =
+            format!("case {case}: {} {value} in {tensor}", layer.name());
+        match catch_unwind(AssertUnwindSafe(|| fast.gradient(&eps))) {
+            Err(_) => panic!("{label}: panicked"),
+            Ok(Ok(loss)) => {
+                let grads = fast.grad.slices().concat();
+                assert!(loss.is_finite(), "{label}: loss {loss}");
+                assert!(grads.iter().all(|g| g.is_finite()), "{label}");
+                ok += 1;
+            }
+            Ok(Err(e)) => {
+                assert!(!e.to_string().is_empty());
+                refused += 1;
+            }
+        }
+    }
+    assert!(ok > 0 && refused > 0, "{ok} ok, {refused} refused");
+}

@@ -109,6 +109,7 @@ pub fn series_colour(name: &str) -> Option<RGBColor> {
         "softmax" => 5,
         "sum" => return Some(RULES[0]),
         "delta" => return Some(RULES[1]),
+        "fwm" => return Some(RULES[2]),
         _ => return None,
     };
     Some(PALETTE[i])
@@ -129,8 +130,11 @@ pub const PALETTE: [RGBColor; 6] = [
 /// The update rules, in colours no feature map uses: the sum rule grey,
 /// the delta rule a dark yellow (Okabe–Ito's yellow, darkened to read on
 /// white).
-pub const RULES: [RGBColor; 2] =
-    [RGBColor(140, 140, 140), RGBColor(190, 170, 0)];
+pub const RULES: [RGBColor; 3] = [
+    RGBColor(140, 140, 140), // grey: the sum rule
+    RGBColor(190, 170, 0),   // dark yellow: the delta rule
+    RGBColor(165, 105, 60),  // brown: the fwm rule of Schlag et al. 2021b
+];
 
 fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let key = format!("{name}=\"");

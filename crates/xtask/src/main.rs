@@ -9,7 +9,8 @@
 //! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks,
 //!                     browser check, failure checks
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
-//!                     rewrite listings/data/retrieval.tsv
+//!                     rewrite listings/data/retrieval.tsv; `--only LANE,...`
+//!                     retrains only those lanes and keeps the others' rows
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; table + JSON in target/bench/,
 //!                     the table also over listings/data/bench.tsv
@@ -35,8 +36,11 @@ const USAGE: &str =
           the book build with its checks, the browser check, and the
           checks' own tests
   retrieval  train every model of the retrieval chapter at the paper's
-          scale (release mode, every core, about eighty CPU-minutes) and
-          rewrite listings/data/retrieval.tsv, which the book's figures read
+          scale (release mode, every core, about a hundred CPU-minutes) and
+          rewrite listings/data/retrieval.tsv, which the book's figures read;
+          prints each run's wall and CPU time and each lane's total
+  retrieval --only LANE,...  retrain only those lanes (e.g.
+          tanh/fwm/setting2) and keep every other lane's committed rows
   bench   time every schedule of the book at f32 on one thread (release
           mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer
@@ -93,7 +97,9 @@ fn browser() -> Result<(), Failure> {
 }
 
 fn retrieval() -> Result<(), Failure> {
-    release_example("retraining the retrieval sweep", "retrieval_sweep")
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    release_example("retraining the retrieval sweep", "retrieval_sweep", &args)
 }
 
 fn bench() -> Result<(), Failure> {
@@ -111,21 +117,26 @@ fn bench() -> Result<(), Failure> {
 }
 
 /// Run one of `listings`' examples in release mode, announcing `what`.
-fn release_example(what: &str, example: &str) -> Result<(), Failure> {
+fn release_example(
+    what: &str,
+    example: &str,
+    args: &[&str],
+) -> Result<(), Failure> {
     xtask::step(&format!("{what} (cargo run --release --example {example})"));
-    run(
-        "cargo",
-        &[
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "listings",
-            "--example",
-            example,
-        ],
-        &root(),
-    )
+    let mut all = vec![
+        "run",
+        "--release",
+        "--quiet",
+        "--package",
+        "listings",
+        "--example",
+        example,
+    ];
+    if !args.is_empty() {
+        all.push("--");
+        all.extend(args);
+    }
+    run("cargo", &all, &root())
 }
 
 /// Run the binary crate `package` in release mode, announcing `what`.

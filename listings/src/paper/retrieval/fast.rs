@@ -13,10 +13,14 @@
 //!   W_L q̄ = Σ_t β_t w_t v_t, where w solves a triangular system in the
 //!   Gram matrix K̄K̄ᵀ (one product), and its backward pass needs only
 //!   that system again and running sums over t.
+//!
+//! The baseline rule of Schlag et al. (2021b), whose write scales the whole
+//! memory, runs as a recurrence on an explicit (n, p) memory instead, every
+//! W_t kept in one buffer allocated with the trainer.
 
 use crate::paper::retrieval::adam::Adam;
 use crate::paper::retrieval::model::{
-    EPS, Layer, Params, Phi, Rule, Shape, draw_omega,
+    EPS, FwmPhi, LN_EPS, Layer, Params, Phi, Rule, Shape, draw_omega,
 };
 use crate::paper::retrieval::task::{
     Episode, Setting, episode_into, eval_sequence,
@@ -276,12 +280,30 @@ struct Work {
     y: Vec<f32>,
     dy: Vec<f32>,
     scratch: Vec<f32>,
+    /// The fwm baseline: every W_t, (L + 1) (n, p) matrices in a row; the
+    /// scale s_t of each write; dL/dW_t: (n, p); per value row: the read
+    /// before its layer norm, G f_t, the residual v_t − W_{t−1} f_t.
+    hist: Vec<f32>,
+    scales: Vec<f32>,
+    big_g: Vec<f32>,
+    xr: Vec<f32>,
+    gk: Vec<f32>,
+    res: Vec<f32>,
 }
 
 impl Work {
-    fn new(len: usize, shape: Shape, p: usize) -> Work {
+    fn new(len: usize, shape: Shape, layer: Layer) -> Work {
         let Shape { n, d, .. } = shape;
+        let p = layer.width(d);
+        let fwm = matches!(layer, Layer::Fwm(_));
+        let (steps, memory) = if fwm { (len, n * p) } else { (0, 0) };
         Work {
+            hist: vec![0.0; (steps + 1) * memory],
+            scales: vec![0.0; steps],
+            big_g: vec![0.0; memory],
+            xr: vec![0.0; n],
+            gk: vec![0.0; n],
+            res: vec![0.0; n],
             keys: Array2::zeros((len, d)),
             dk: Array2::zeros((len, d)),
             fk: Array2::zeros((len, p)),
@@ -314,6 +336,9 @@ pub enum TrainError {
     NonPositiveNormaliser { what: &'static str, sum: f32 },
     /// The loss is not finite.
     NonFiniteLoss,
+    /// The loss is finite but a gradient entry is not (a weight at ±∞
+    /// times a zero derivative): tensor index as in [`Params::slices`].
+    NonFiniteGradient { tensor: usize },
 }
 
 impl std::fmt::Display for TrainError {
@@ -324,6 +349,10 @@ impl std::fmt::Display for TrainError {
                 "sum normalisation of a {what} needs a positive sum, got {sum}"
             ),
             TrainError::NonFiniteLoss => f.write_str("the loss is not finite"),
+            TrainError::NonFiniteGradient { tensor } => write!(
+                f,
+                "the gradient of weight tensor {tensor} is not finite"
+            ),
         }
     }
 }
@@ -376,7 +405,6 @@ impl Fast {
         let shape = Shape { n, d, e };
         let params = params.to_f32();
         let b = budget.batch;
-        let p = layer.width(d);
         let empty = Episode {
             keys: Vec::with_capacity(setting.len(n)),
             values: Vec::with_capacity(setting.len(n)),
@@ -404,13 +432,15 @@ impl Fast {
             deq: Array2::zeros((b, e)),
             q_all: Array2::zeros((n, d)),
             batch: vec![empty; b],
-            work: Work::new(setting.len(n).max(n), shape, p),
+            work: Work::new(setting.len(n).max(n), shape, layer),
             flops: 0,
         }
     }
 
     fn redraw_omega(&mut self, rng: &mut BookRng) {
-        if let Layer::Linear(Phi::Favor(_), _) = self.layer {
+        if let Layer::Linear(Phi::Favor(_), _)
+        | Layer::Fwm(FwmPhi::Map(Phi::Favor(_))) = self.layer
+        {
             let omega = draw_omega(rng, self.layer, self.shape.d);
             self.omega = omega.mapv(|x| x as f32);
         }
@@ -430,7 +460,7 @@ impl Fast {
         );
         self.proj += &w.b_k;
         self.kv.assign(&w.w_k.slice(s![.., ..n]).t());
-        if let Layer::Linear(_, Rule::Delta) = self.layer {
+        if has_beta(self.layer) {
             let w_b_e = w.w_beta.slice(s![n..]);
             for (k, row) in w.emb.rows().into_iter().enumerate() {
                 self.beta_e[k] = row.dot(&w_b_e);
@@ -496,7 +526,7 @@ impl Fast {
             let mut row = g.emb.row_mut(ep.query);
             row += &self.deq.row(i);
         }
-        if let Layer::Linear(_, Rule::Delta) = self.layer {
+        if has_beta(self.layer) {
             let w_b_e = w.w_beta.slice(s![n..]);
             let mut g_b_e = g.w_beta.slice_mut(s![n..]);
             for (k, row) in w.emb.rows().into_iter().enumerate() {
@@ -507,6 +537,12 @@ impl Fast {
             *f += (4 * n * e) as u64;
         }
         let _ = d;
+        let grads = self.grad.slices();
+        if let Some(tensor) =
+            grads.iter().position(|g| g.iter().any(|x| !x.is_finite()))
+        {
+            return Err(TrainError::NonFiniteGradient { tensor });
+        }
         Ok(total / b as f64)
     }
 
@@ -558,22 +594,28 @@ impl Fast {
             Layer::Linear(phi, Rule::Sum) => {
                 sum_episode(wk, phi, ep, q, &self.omega, scale)
             }
-            Layer::Linear(phi, Rule::Delta) => {
+            Layer::Linear(_, Rule::Delta) | Layer::Fwm(_) => {
                 let w_b = &self.params.w_beta;
                 let b_b = self.params.b_beta[0];
                 for (t, (&k, &v)) in ep.keys.iter().zip(&ep.values).enumerate()
                 {
                     wk.beta[t] = sigmoid(self.beta_e[k] + w_b[v] + b_b);
                 }
-                let loss = delta_episode(
-                    wk,
-                    phi,
-                    ep,
-                    q,
-                    &self.omega,
-                    scale,
-                    &mut self.flops,
-                )?;
+                let loss = match self.layer {
+                    Layer::Fwm(map) => {
+                        fwm_episode(wk, map, ep, q, &self.omega, scale)
+                    }
+                    Layer::Linear(phi, _) => delta_episode(
+                        wk,
+                        phi,
+                        ep,
+                        q,
+                        &self.omega,
+                        scale,
+                        &mut self.flops,
+                    )?,
+                    Layer::Softmax => unreachable!("softmax has no β"),
+                };
                 for (t, (&k, &v)) in ep.keys.iter().zip(&ep.values).enumerate()
                 {
                     let beta = wk.beta[t];
@@ -625,6 +667,9 @@ impl Fast {
             Layer::Linear(_, Rule::Delta) => {
                 2 * len * (len - 1) + 12 * len * p as u64
             }
+            Layer::Fwm(_) => {
+                fwm_episode_flops(len, self.shape.n as u64, p as u64)
+            }
         }
     }
 
@@ -652,6 +697,28 @@ impl Fast {
             let wk = &mut self.work;
             gather_keys(&mut wk.keys, &self.proj, &self.kv, &seq);
             let len = seq.keys.len();
+            if let Layer::Fwm(map) = self.layer {
+                let memory = memory.as_slice_mut().expect("row-major");
+                memory.fill(0.0);
+                for t in 0..len {
+                    let key = wk.keys.row(t);
+                    let f = wk.fk.row_mut(t).into_slice().expect("row-major");
+                    fwm_features_into(
+                        map,
+                        key.as_slice().expect("row-major"),
+                        &self.omega,
+                        f,
+                        &mut wk.scratch,
+                    );
+                    let (k, v) = (seq.keys[t], seq.values[t]);
+                    let beta = sigmoid(
+                        self.beta_e[k]
+                            + self.params.w_beta[v]
+                            + self.params.b_beta[0],
+                    );
+                    fwm_write(memory, f, v, beta, t == 0);
+                }
+            }
             if let Layer::Linear(phi, rule) = self.layer {
                 memory.fill(0.0);
                 z.fill(0.0);
@@ -718,6 +785,20 @@ impl Fast {
                             let row = row.to_slice().expect("rows");
                             y[u] = dot(row, &wk.fq) / norm;
                         }
+                    }
+                    Layer::Fwm(map) => {
+                        fwm_features_into(
+                            map,
+                            q,
+                            &self.omega,
+                            &mut wk.fq,
+                            &mut wk.scratch,
+                        );
+                        for (u, row) in memory.rows().into_iter().enumerate() {
+                            let row = row.to_slice().expect("rows");
+                            wk.xr[u] = dot(row, &wk.fq);
+                        }
+                        layer_norm(&wk.xr, y);
                     }
                 }
                 let mut loss = 0.0;
@@ -1001,6 +1082,214 @@ fn delta_episode(
     Ok(loss)
 }
 
+/// Whether `layer` has write strengths β (the delta rule and the fwm
+/// baseline).
+fn has_beta(layer: Layer) -> bool {
+    matches!(layer, Layer::Linear(_, Rule::Delta) | Layer::Fwm(_))
+}
+
+/// The counted arithmetic of one fwm episode of `len` writes into an
+/// (n, p) memory: per write 6np forward (read, write, norm) and 14np
+/// backward (the scaling's dot and update, G f, the residual, dL/df, G's
+/// update), plus the read, its gradient and G's first value, 5np.
+fn fwm_episode_flops(len: u64, n: u64, p: u64) -> u64 {
+    20 * len * n * p + 5 * n * p
+}
+
+/// The fwm baseline's key features into `out`: φ(x) of a book map, or
+/// tanh(x).
+#[inline(always)]
+fn fwm_features_into(
+    map: FwmPhi,
+    x: &[f32],
+    omega: &Array2<f32>,
+    out: &mut [f32],
+    scratch: &mut [f32],
+) {
+    match map {
+        FwmPhi::Map(phi) => phi_into(phi, x, omega, out, scratch),
+        FwmPhi::Tanh => {
+            for (o, &x) in out.iter_mut().zip(x) {
+                *o = x.tanh();
+            }
+        }
+    }
+}
+
+/// dL/dx into `dx` from g = dL/df, f = the features of x.
+#[inline(always)]
+fn fwm_features_back(
+    map: FwmPhi,
+    x: &[f32],
+    f: &[f32],
+    g: &[f32],
+    omega: &Array2<f32>,
+    dx: &mut [f32],
+    scratch: &mut [f32],
+) {
+    match map {
+        FwmPhi::Map(phi) => phi_back(phi, x, f, g, omega, dx, scratch),
+        FwmPhi::Tanh => {
+            for ((dx, &f), &g) in dx.iter_mut().zip(f).zip(g) {
+                *dx = g * (1.0 - f * f);
+            }
+        }
+    }
+}
+
+/// One fwm write into the row-major (n, p) memory `w`, as
+/// [`crate::paper::retrieval::model::fwm_write`]: W += β (v − W f) fᵀ,
+/// then W /= max(1, ‖W‖_F) unless `first`. Returns the scale.
+#[inline(always)]
+fn fwm_write(
+    w: &mut [f32],
+    f: &[f32],
+    v: usize,
+    beta: f32,
+    first: bool,
+) -> f32 {
+    let p = f.len();
+    let mut sq = 0.0;
+    for (u, row) in w.chunks_exact_mut(p).enumerate() {
+        let target = if u == v { 1.0 } else { 0.0 };
+        let c = beta * (target - dot(row, f));
+        axpy(c, f, row);
+        sq += dot(row, row);
+    }
+    let s = if first { 1.0 } else { sq.sqrt().max(1.0) };
+    if s > 1.0 {
+        let inv = 1.0 / s;
+        w.iter_mut().for_each(|x| *x *= inv);
+    }
+    s
+}
+
+/// A layer norm without gain or bias, x into y; returns √(var + ε).
+#[inline(always)]
+fn layer_norm(x: &[f32], y: &mut [f32]) -> f32 {
+    let m = x.len() as f32;
+    let mean = x.iter().sum::<f32>() / m;
+    let var = x.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / m;
+    let root = (var + LN_EPS as f32).sqrt();
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = (x - mean) / root;
+    }
+    root
+}
+
+/// The fwm baseline read at the query, forward and backward, on an
+/// explicit memory: the forward pass keeps every W_t in `wk.hist`, the
+/// backward pass walks them from the last to the first.
+#[inline(always)]
+fn fwm_episode(
+    wk: &mut Work,
+    map: FwmPhi,
+    ep: &Episode,
+    q: &[f32],
+    omega: &Array2<f32>,
+    scale: f32,
+) -> f32 {
+    let len = ep.keys.len();
+    let (n, p) = (wk.y.len(), wk.fq.len());
+    let np = n * p;
+    wk.hist[..np].fill(0.0);
+    for t in 0..len {
+        let key = wk.keys.row(t);
+        let f = wk.fk.row_mut(t).into_slice().expect("row-major");
+        fwm_features_into(
+            map,
+            key.as_slice().expect("rows"),
+            omega,
+            f,
+            &mut wk.scratch,
+        );
+        let (prev, next) = wk.hist.split_at_mut((t + 1) * np);
+        let next = &mut next[..np];
+        next.copy_from_slice(&prev[t * np..]);
+        wk.scales[t] = fwm_write(next, f, ep.values[t], wk.beta[t], t == 0);
+    }
+    fwm_features_into(map, q, omega, &mut wk.fq, &mut wk.scratch);
+    let last = &wk.hist[len * np..(len + 1) * np];
+    for (x, row) in wk.xr.iter_mut().zip(last.chunks_exact(p)) {
+        *x = dot(row, &wk.fq);
+    }
+    let root = layer_norm(&wk.xr, &mut wk.y);
+    let loss = loss_and_grad(&wk.y, ep.target, scale, &mut wk.dy);
+    // Layer norm: dx = (dŷ − mean dŷ − ŷ mean(dŷ ⊙ ŷ)) / root, in wk.xr.
+    let m = n as f32;
+    let (mean, along) = (wk.dy.iter().sum::<f32>() / m, dot(&wk.dy, &wk.y) / m);
+    for ((x, &g), &y) in wk.xr.iter_mut().zip(&wk.dy).zip(&wk.y) {
+        *x = (g - mean - y * along) / root;
+    }
+    // dφ(q) = W_Lᵀ dx and G = dx φ(q)ᵀ.
+    wk.dfq.fill(0.0);
+    for (u, row) in last.chunks_exact(p).enumerate() {
+        axpy(wk.xr[u], row, &mut wk.dfq);
+        let g = &mut wk.big_g[u * p..(u + 1) * p];
+        for (g, &f) in g.iter_mut().zip(&wk.fq) {
+            *g = wk.xr[u] * f;
+        }
+    }
+    for t in (0..len).rev() {
+        let s = wk.scales[t];
+        if s > 1.0 {
+            // dA = (G − (G·W_t) W_t) / s_t
+            let w = &wk.hist[(t + 1) * np..(t + 2) * np];
+            let along = dot(&wk.big_g, w);
+            let inv = 1.0 / s;
+            for (g, &w) in wk.big_g.iter_mut().zip(w) {
+                *g = (*g - along * w) * inv;
+            }
+        }
+        let w_prev = &wk.hist[t * np..(t + 1) * np];
+        let f = wk.fk.row(t);
+        let f = f.as_slice().expect("rows");
+        let v = ep.values[t];
+        let beta = wk.beta[t];
+        let mut dbeta = 0.0;
+        for (u, (g, w)) in wk
+            .big_g
+            .chunks_exact(p)
+            .zip(w_prev.chunks_exact(p))
+            .enumerate()
+        {
+            wk.gk[u] = dot(g, f);
+            wk.res[u] = if u == v { 1.0 } else { 0.0 } - dot(w, f);
+            dbeta += wk.res[u] * wk.gk[u];
+        }
+        wk.dbeta[t] = dbeta;
+        // dL/df = β (Gᵀ r − W_{t−1}ᵀ G f); then G ← G − β (G f) fᵀ.
+        let mut df = wk.dfk.row_mut(t);
+        let df = df.as_slice_mut().expect("row-major");
+        df.fill(0.0);
+        for (u, (g, w)) in wk
+            .big_g
+            .chunks_exact_mut(p)
+            .zip(w_prev.chunks_exact(p))
+            .enumerate()
+        {
+            axpy(beta * wk.res[u], g, df);
+            axpy(-beta * wk.gk[u], w, df);
+            axpy(-beta * wk.gk[u], f, g);
+        }
+        let key = wk.keys.row(t);
+        let mut dk = wk.dk.row_mut(t);
+        fwm_features_back(
+            map,
+            key.as_slice().expect("rows"),
+            f,
+            df,
+            omega,
+            dk.as_slice_mut().expect("rows"),
+            &mut wk.scratch,
+        );
+    }
+    let mut dq = std::mem::take(&mut wk.dq);
+    fwm_features_back(map, q, &wk.fq, &wk.dfq, omega, &mut dq, &mut wk.scratch);
+    wk.dq = dq;
+    loss
+}
+
 /// Floating-point operations of one training step of `layer` at `shape`
 /// with batch `b` in `setting`: the step's matrix products (key projection
 /// of every symbol and its two gradient products, the batch's queries and
@@ -1023,11 +1312,9 @@ pub fn step_flops(
         Layer::Linear(_, Rule::Delta) => {
             2 * len * len * p + 2 * len * (len - 1) + 12 * len * p
         }
+        Layer::Fwm(_) => fwm_episode_flops(len, n, p),
     };
-    let beta = match layer {
-        Layer::Linear(_, Rule::Delta) => 6 * n * e,
-        _ => 0,
-    };
+    let beta = if has_beta(layer) { 6 * n * e } else { 0 };
     products + b * episode + beta
 }
 
@@ -1038,7 +1325,7 @@ mod tests {
     use crate::paper::retrieval::task::episodes;
     use crate::random::seeded;
 
-    const LAYERS: [Layer; 9] = [
+    const LAYERS: [Layer; 11] = [
         Layer::Softmax,
         Layer::Linear(Phi::EluPlusOne, Rule::Sum),
         Layer::Linear(Phi::Dpfp(1), Rule::Sum),
@@ -1048,6 +1335,8 @@ mod tests {
         Layer::Linear(Phi::Dpfp(2), Rule::Delta),
         Layer::Linear(Phi::Favor(6), Rule::Delta),
         Layer::Linear(Phi::Dpfp(1), Rule::Delta),
+        Layer::Fwm(FwmPhi::Map(Phi::Dpfp(1))),
+        Layer::Fwm(FwmPhi::Tanh),
     ];
 
     fn budget() -> Budget {
@@ -1072,12 +1361,31 @@ mod tests {
         // hundred terms and a triangular solve grow that to well under
         // 1e-4 for these shapes, where a wrong term is off by order 1.
         for layer in LAYERS {
+            compare_gradients(layer, 1.0);
+        }
+    }
+
+    #[test]
+    fn fast_fwm_gradient_equals_the_f64_model_with_scaled_writes() {
+        // Keys scaled up (gain 3), so that writes push ‖W‖_F past 1 and
+        // the backward pass goes through the scaling too.
+        for map in [FwmPhi::Map(Phi::Dpfp(1)), FwmPhi::Tanh] {
+            compare_gradients(Layer::Fwm(map), 3.0);
+        }
+    }
+
+    /// The fast trainer's loss and gradient against the f64 model's, with
+    /// W_k and b_k scaled by `gain`, over settings, seeds and shapes.
+    fn compare_gradients(layer: Layer, gain: f64) {
+        {
             for setting in [Setting::Distinct, Setting::Repeated] {
                 for (seed, n, d) in [(0, 5, 4), (1, 9, 6), (2, 16, 8)] {
                     let shape = Shape::paper(n, d);
                     let mut rng = seeded(seed);
                     let mut params = Params::init(&mut rng, shape, layer);
                     params.w_beta.mapv_inplace(|w| 4.0 * w);
+                    params.w_k *= gain;
+                    params.b_k *= gain;
                     let omega = draw_omega(&mut rng, layer, d);
                     let eps = episodes(seed + 10, 8, n, setting);
                     let mut fast = Fast::new(layer, setting, &params, budget());
