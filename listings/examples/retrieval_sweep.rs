@@ -19,14 +19,26 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Steps a run is expected to take: the paper's logged run at the same
-/// size if there is one, else 3,000; at most the run's budget.
+/// Steps a run is expected to take: what it took in the committed file
+/// (a run's outcome depends only on its seed), else the paper's logged run
+/// at the same size, else 3,000; at most the run's budget.
 fn expected_steps(layer: Layer, setting: Setting, n: usize) -> f64 {
-    let paper = paper_runs()
-        .into_iter()
-        .find(|r| r.setting == setting && r.layer == layer.name() && r.n == n)
-        .map_or(3000, |r| r.steps);
-    paper.min(budget_for(layer).max_steps) as f64
+    let ours = committed().1.into_iter().find(|r| {
+        r.setting == setting.name()
+            && r.layer == layer.name()
+            && r.n == n
+            && r.seed == 1
+    });
+    let paper = || {
+        paper_runs()
+            .into_iter()
+            .find(|r| {
+                r.setting == setting && r.layer == layer.name() && r.n == n
+            })
+            .map_or(3000, |r| r.steps)
+    };
+    let steps = ours.map_or_else(paper, |r| r.steps);
+    steps.min(budget_for(layer).max_steps) as f64
 }
 
 /// The predicted arithmetic of a run: expected steps × flops per step.
@@ -79,13 +91,14 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     eprintln!("training {} lanes on {threads} threads", chosen.len());
     let start = Instant::now();
-    let estimate = Mutex::new(Estimate::new(&chosen, threads));
+    let estimate = Mutex::new(
+        Estimate::new(&chosen, threads).with_previous(&committed().1),
+    );
     let records =
         run_lanes(&chosen, threads, job_cost, |r: &Record, open, t: Timing| {
             let mut est = estimate.lock().unwrap();
             est.finished(r, t);
             let elapsed = start.elapsed().as_secs_f64();
-            let (low, high) = est.seconds_left();
             let done = est.runs();
             eprintln!(
                 "{:>3} runs, {open} jobs open, {}m{:02}s elapsed, {} left | \
@@ -94,7 +107,7 @@ fn main() {
                 done,
                 elapsed as u64 / 60,
                 elapsed as u64 % 60,
-                Estimate::describe(low, high),
+                est.describe_all(),
                 r.setting,
                 r.layer,
                 r.n,

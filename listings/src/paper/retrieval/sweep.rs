@@ -375,10 +375,16 @@ pub fn sort_records(records: &mut [Record]) {
 /// far: each layer's measured seconds per counted flop ([`step_flops`]),
 /// times the flops of every run still planned, at the fewest and the most
 /// steps a run of its lane (or, before its first, of any lane) has taken.
+///
+/// With the records of an earlier run of the same plan
+/// ([`Estimate::with_previous`]), it also gives a single expectation: a
+/// run's outcome depends only on its seed, so a repeated sweep takes the
+/// steps the earlier one took.
 pub struct Estimate {
     lanes: Vec<(Layer, Setting)>,
     threads: usize,
     done: Vec<(Record, Timing)>,
+    previous: Vec<Record>,
 }
 
 impl Estimate {
@@ -387,7 +393,59 @@ impl Estimate {
             lanes: lanes.to_vec(),
             threads: threads.max(1),
             done: Vec::new(),
+            previous: Vec::new(),
         }
+    }
+
+    /// The same estimate, told the records an earlier run of the plan wrote.
+    pub fn with_previous(mut self, previous: &[Record]) -> Estimate {
+        self.previous = previous.to_vec();
+        self
+    }
+
+    /// Seconds of wall clock left if the sweep repeats the earlier run: each
+    /// of its runs not yet done, at the steps it took then and the measured
+    /// rate of its layer, shared by the threads, but no less than what a
+    /// Setting 1 lane, whose sizes run one after another, still has to do.
+    /// None without earlier records or before any run ends.
+    pub fn expected_left(&self) -> Option<f64> {
+        if self.previous.is_empty() || self.done.is_empty() {
+            return None;
+        }
+        let same = |a: &Record, b: &Record| {
+            (&a.setting, &a.layer, a.n, a.seed)
+                == (&b.setting, &b.layer, b.n, b.seed)
+        };
+        let (mut total, mut chains) = (0.0, Vec::<(String, f64)>::new());
+        for r in &self.previous {
+            if self.done.iter().any(|(d, _)| same(d, r)) {
+                continue;
+            }
+            let Some(&(layer, setting)) = self
+                .lanes
+                .iter()
+                .find(|(l, s)| l.name() == r.layer && s.name() == r.setting)
+            else {
+                continue; // a lane this sweep does not train
+            };
+            let secs =
+                Self::flops(&run(layer, setting, r.n, r.seed), r.steps as f64)
+                    * self.rate(&r.layer)?;
+            total += secs;
+            // A Setting 1 lane's first seed is one job; other runs are jobs
+            // of their own.
+            let chain = if setting == Setting::Distinct && r.seed == 1 {
+                format!("{}/{}", r.layer, r.setting)
+            } else {
+                format!("{}/{}/{}/{}", r.layer, r.setting, r.n, r.seed)
+            };
+            match chains.iter_mut().find(|(c, _)| *c == chain) {
+                Some((_, t)) => *t += secs,
+                None => chains.push((chain, secs)),
+            }
+        }
+        let longest = chains.iter().map(|c| c.1).fold(0.0, f64::max);
+        Some((total / self.threads as f64).max(longest))
     }
 
     /// Record a finished run and the time it took.
@@ -468,6 +526,19 @@ impl Estimate {
         }
         let m = |s: f64| (s / 60.0).ceil() as u64;
         format!("{}–{} min", m(low), m(high))
+    }
+
+    /// The expectation if there is one, with the range after it:
+    /// "~14 min (3–52 min)".
+    pub fn describe_all(&self) -> String {
+        let (low, high) = self.seconds_left();
+        let range = Self::describe(low, high);
+        match self.expected_left() {
+            Some(e) if e.is_finite() && range != "unknown" => {
+                format!("~{} min ({range})", (e / 60.0).ceil() as u64)
+            }
+            _ => range,
+        }
     }
 
     /// CPU and wall seconds of every lane's finished runs, one line each.
@@ -916,7 +987,7 @@ mod tests {
                     .iter()
                     .map(|r| r.shape.n)
                     .collect();
-            assert_eq!(ns, vec![20, 40, 60], "{map:?}");
+            assert_eq!(ns, vec![20, 40, 60, 80, 100], "{map:?}");
         }
     }
 
@@ -1270,6 +1341,55 @@ mod tests {
     }
 
     #[test]
+    fn the_expectation_repeats_the_earlier_runs_steps_at_the_measured_rate() {
+        // An earlier run of one Setting 2 lane took 100, 300, 500, 700 and
+        // 900 steps; two sizes are done again at a known rate, so the three
+        // left are expected to take their earlier steps at that rate.
+        let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
+        let lane = [(layer, Setting::Repeated)];
+        let flops = |n| {
+            let r = run(layer, Setting::Repeated, n, 1);
+            step_flops(layer, r.setting, r.shape, r.budget.batch) as f64
+        };
+        let steps = |n: usize| 100 + 10 * (n - 20);
+        let earlier: Vec<Record> = [20, 40, 60, 80, 100]
+            .iter()
+            .map(|&n| timed(layer, Setting::Repeated, n, steps(n)))
+            .collect();
+        let rate = 2e-9;
+        for threads in [1, 2] {
+            let mut est = Estimate::new(&lane, threads).with_previous(&earlier);
+            assert_eq!(est.expected_left(), None);
+            for n in [20, 40] {
+                let wall = steps(n) as f64 * flops(n) * rate;
+                let t = Timing { wall, cpu: wall };
+                est.finished(&timed(layer, Setting::Repeated, n, steps(n)), t);
+            }
+            let left: Vec<f64> = [60, 80, 100]
+                .iter()
+                .map(|&n| steps(n) as f64 * flops(n) * rate)
+                .collect();
+            let total: f64 = left.iter().sum();
+            let want = (total / threads as f64).max(left[2]);
+            let got = est.expected_left().unwrap();
+            assert!((got - want).abs() < 1e-9 * want, "{got} {want}");
+            assert!(est.describe_all().starts_with('~'));
+            // Without the earlier records there is only the range.
+            let mut bare = Estimate::new(&lane, threads);
+            bare.finished(
+                &earlier[0],
+                Timing {
+                    wall: 1.0,
+                    cpu: 1.0,
+                },
+            );
+            assert_eq!(bare.expected_left(), None);
+            assert!(bare.describe_all().ends_with(" min"));
+            assert!(!bare.describe_all().starts_with('~'));
+        }
+    }
+
+    #[test]
     fn the_estimate_is_a_range_from_the_fewest_to_the_most_steps_seen() {
         let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
         let lane = [(layer, Setting::Repeated)];
@@ -1305,7 +1425,7 @@ mod tests {
             .iter()
             .map(|r| r.shape.n)
             .collect();
-        assert_eq!(left, vec![20]);
+        assert_eq!(left, vec![20, 80, 100]);
     }
 
     #[test]
