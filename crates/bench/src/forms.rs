@@ -4,7 +4,7 @@
 
 use crate::CALLS;
 use crate::timing::{Timing, cpu_seconds, time};
-use listings::appendix::speed::{Timed, arithmetic};
+use listings::appendix::speed::{arithmetic, bench_form};
 use listings::fast::{
     delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
@@ -32,18 +32,7 @@ pub const CHUNKS: [usize; 6] = [8, 16, 32, 64, 128, 256];
 
 /// The arithmetic of a form by its name in the table (`appendix::speed::arithmetic`).
 pub fn flops(form: &str, n: usize, d: usize, chunk: usize) -> f64 {
-    let timed = match form {
-        "softmax (causal)" => Timed::Softmax,
-        "softmax tiled" => Timed::SoftmaxTiled,
-        "parallel N×N" => Timed::Parallel,
-        "recurrent" => Timed::Recurrent,
-        "chunkwise" => Timed::Chunkwise,
-        "delta recurrent" | "delta recurrent f64" => Timed::DeltaRecurrent,
-        "delta chunkwise" => Timed::DeltaChunkwise,
-        "scores first" => Timed::ScoresFirst,
-        "memory first" => Timed::MemoryFirst,
-        _ => unreachable!("{form}"),
-    };
+    let timed = bench_form(form).unwrap_or_else(|| unreachable!("{form}"));
     arithmetic(timed, n, d, d, chunk)
 }
 

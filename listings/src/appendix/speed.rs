@@ -752,8 +752,9 @@ impl BenchTable {
     }
 }
 
-/// The form of [`arithmetic`] a row of the bench times, by its name.
-fn bench_form(form: &str) -> Option<Timed> {
+/// The form of [`arithmetic`] a row of the bench times, by its name in
+/// the bench's table; None for a row the arithmetic does not count.
+pub fn bench_form(form: &str) -> Option<Timed> {
     Some(match form {
         "softmax (causal)" => Timed::Softmax,
         "softmax tiled" => Timed::SoftmaxTiled,
