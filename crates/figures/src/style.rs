@@ -95,6 +95,16 @@ fn legible(body: &str, width: f64) -> String {
 /// (`"elu+1, p = 8"`, `"dpfp-2/delta"`, `"FAVOR+ r=16"`, `"favor-64"`).
 /// `None` for a series that has no colour of its own.
 pub fn series_colour(name: &str) -> Option<RGBColor> {
+    // The rules of "After the paper", by their whole names.
+    let later = [
+        "fixed decay",
+        "scalar decay",
+        "diagonal gates",
+        "gated delta",
+    ];
+    if let Some(i) = later.iter().position(|r| name.eq_ignore_ascii_case(r)) {
+        return Some(LATER_RULES[i]);
+    }
     let key = name
         .split([',', '/', ' ', '('])
         .next()
@@ -127,9 +137,19 @@ pub const PALETTE: [RGBColor; 6] = [
     RGBColor(0, 114, 178),   // blue: softmax
 ];
 
+/// The rules that came after the paper, in the order of the chapter's
+/// table after the sum and delta rules: fixed decay, scalar decay,
+/// diagonal gates, gated delta.
+pub const LATER_RULES: [RGBColor; 4] = [
+    RGBColor(120, 94, 240), // violet
+    RGBColor(200, 50, 110), // raspberry
+    RGBColor(100, 150, 30), // olive green
+    RGBColor(0, 130, 150),  // dark cyan
+];
+
 /// The update rules, in colours no feature map uses: the sum rule grey,
 /// the delta rule a dark yellow (Okabe–Ito's yellow, darkened to read on
-/// white).
+/// white), the fwm rule brown.
 pub const RULES: [RGBColor; 3] = [
     RGBColor(140, 140, 140), // grey: the sum rule
     RGBColor(190, 170, 0),   // dark yellow: the delta rule
@@ -203,6 +223,16 @@ mod tests {
         assert_eq!(series_colour("DPFP-2, p = 32"), series_colour("dpfp-2"));
         assert_ne!(series_colour("dpfp-1"), series_colour("dpfp-2"));
         assert_ne!(series_colour("sum"), series_colour("delta"));
+        // Every rule of "After the paper" has a colour of its own.
+        let rules = ["sum", "fixed decay", "scalar decay", "diagonal gates"];
+        let rules = rules.into_iter().chain(["delta", "gated delta"]);
+        let colours: Vec<RGBColor> = rules
+            .map(|r| series_colour(r).expect("a rule's colour"))
+            .collect();
+        for (i, c) in colours.iter().enumerate() {
+            assert!(!colours[..i].contains(c), "{i}");
+            assert!(!PALETTE.contains(c), "{i}");
+        }
         assert_eq!(series_colour("recurrent, f32"), None);
     }
 
