@@ -299,12 +299,12 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "after-editing",
-        run: || crate::paper::after::chapter_editing().to_string(),
+        run: || crate::studies::chapter_editing().to_string(),
     },
     Output {
         name: "after-fading",
         run: || {
-            let [narrow, wide] = crate::paper::after::chapter_fading();
+            let [narrow, wide] = crate::studies::chapter_fading();
             format!("{narrow}\n\n{wide}")
         },
     },

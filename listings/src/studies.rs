@@ -12,6 +12,9 @@ use crate::m3::delete_softmax::{
 };
 use crate::m3::feature_map::recall::{self, CapacitySweep, SWEEP_COUNTS};
 use crate::m3::schedules::{TIMING, TimingStudy, timing_study};
+use crate::paper::after::{
+    EDITING_COUNTS, EditingStudy, FadingStudy, editing_study, fading_study,
+};
 use crate::paper::capacity_sweep::{self, MapCurves};
 use crate::paper::feature_maps::{
     SPREAD_D, SPREAD_DRAWS, SPREAD_RS, SpreadRow, favor_spread,
@@ -80,4 +83,15 @@ once! {
         &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
         3,
     );
+}
+
+once! {
+    /// "After the paper": the editing study, d = 64, m = 16, ten seeds.
+    chapter_editing: EditingStudy = editing_study(&EDITING_COUNTS, 64, 16, 10);
+}
+
+once! {
+    /// "After the paper": the fading studies, d = 32 and d = 64, twenty
+    /// seeds each.
+    chapter_fading: [FadingStudy; 2] = [fading_study(32, 20), fading_study(64, 20)];
 }

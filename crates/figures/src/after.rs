@@ -3,7 +3,7 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::paper::after::{chapter_editing, chapter_fading};
+use listings::studies::{chapter_editing, chapter_fading};
 use plotters::prelude::*;
 
 /// Two panels: the error of reading the latest value of every key against

@@ -766,24 +766,12 @@ impl fmt::Display for FadingStudy {
     }
 }
 
-/// The chapter's editing study (d = 64, m = 16, ten seeds), run once.
-pub fn chapter_editing() -> &'static EditingStudy {
-    static CELL: std::sync::OnceLock<EditingStudy> = std::sync::OnceLock::new();
-    CELL.get_or_init(|| editing_study(&EDITING_COUNTS, 64, 16, 10))
-}
-
-/// The chapter's fading studies, at d = 32 and d = 64, twenty seeds each.
-pub fn chapter_fading() -> &'static [FadingStudy; 2] {
-    static CELL: std::sync::OnceLock<[FadingStudy; 2]> =
-        std::sync::OnceLock::new();
-    CELL.get_or_init(|| [fading_study(32, 20), fading_study(64, 20)])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::linalg::worst_row_relative_difference;
     use crate::m3::schedules::AffineStep;
+    use crate::studies::{chapter_editing, chapter_fading};
 
     fn assert_close(a: &Array2<f64>, b: &Array2<f64>, tol: f64, what: &str) {
         let diff = worst_row_relative_difference(a, b);
