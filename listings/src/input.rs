@@ -50,6 +50,14 @@ pub enum InputError {
         at: usize,
         value: f64,
     },
+    /// A real parameter outside the interval it must lie in (a gate in
+    /// (0, 1], a write strength in [0, 1]).
+    Outside {
+        name: &'static str,
+        at: [usize; 2],
+        value: f64,
+        allowed: &'static str,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -84,6 +92,16 @@ impl fmt::Display for InputError {
                 "non-positive divisor: {name} is {value} at row {at}; \
                  it must be above 0 (a read is a weighted average only \
                  then)"
+            ),
+            InputError::Outside {
+                name,
+                at,
+                value,
+                allowed,
+            } => write!(
+                f,
+                "out of range: {name} is {value} at {at:?}, \
+                 but it must lie in {allowed}"
             ),
         }
     }

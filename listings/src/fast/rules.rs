@@ -4,8 +4,8 @@
 //! what `paper::after::rule_recurrent` computes, to f32 precision.
 
 use super::{row_major, slice};
-use crate::input::{check_chunk, finite};
-use crate::paper::after::{Rule, RuleError};
+use crate::input::{InputError, check_chunk, finite};
+use crate::paper::after::Rule;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
 
@@ -24,10 +24,10 @@ fn prepare_f32(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
-) -> Result<Prepared, RuleError> {
+) -> Result<Prepared, InputError> {
     crate::input::check_qkv(q, k, v, true)?;
     let c = rule.coefficients(k.nrows(), k.ncols())?;
-    let unit = |name, x: &ArrayRef2<f32>| -> Result<Array2<f32>, RuleError> {
+    let unit = |name, x: &ArrayRef2<f32>| -> Result<Array2<f32>, InputError> {
         let mut out = x.to_owned();
         for (t, mut row) in out.rows_mut().into_iter().enumerate() {
             let len = row.iter().map(|&a| f64::from(a).powi(2)).sum::<f64>();
@@ -53,7 +53,7 @@ pub fn rule_recurrent_f32(
     q: &ArrayRef2<f32>,
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
-) -> Result<Array2<f32>, RuleError> {
+) -> Result<Array2<f32>, InputError> {
     let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
     let alpha = log_alpha.mapv(f32::exp);
@@ -81,7 +81,7 @@ pub fn rule_recurrent_f32(
             y_all[t * m + i] = out;
         }
     }
-    Ok(finite("Y", y)?)
+    finite("Y", y)
 }
 
 /// Any rule of the family at f32 in chunks of `chunk` tokens, as
@@ -95,7 +95,7 @@ pub fn rule_chunkwise_f32(
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
     chunk: usize,
-) -> Result<Array2<f32>, RuleError> {
+) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
     let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
     let per_feature = matches!(rule, Rule::DiagonalGates(_));
@@ -153,7 +153,7 @@ pub fn rule_chunkwise_f32(
         w *= &last.mapv(f32::exp).insert_axis(Axis(0));
         general_mat_mul(1.0, &u.t(), &(&kc * &to_end), 1.0, &mut w);
     }
-    Ok(finite("Y", y)?)
+    finite("Y", y)
 }
 
 #[cfg(test)]

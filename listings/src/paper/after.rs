@@ -17,45 +17,6 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use std::fmt;
 
-/// What is wrong with a rule's inputs: a bad q, k or v, or a gate or a
-/// write strength outside the interval the rule allows.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RuleError {
-    Input(InputError),
-    Outside {
-        name: &'static str,
-        at: [usize; 2],
-        value: f64,
-        allowed: &'static str,
-    },
-}
-
-impl From<InputError> for RuleError {
-    fn from(e: InputError) -> RuleError {
-        RuleError::Input(e)
-    }
-}
-
-impl fmt::Display for RuleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuleError::Input(e) => write!(f, "{e}"),
-            RuleError::Outside {
-                name,
-                at,
-                value,
-                allowed,
-            } => write!(
-                f,
-                "out of range: {name} is {value} at {at:?}, \
-                 but it must lie in {allowed}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RuleError {}
-
 // ANCHOR: rule
 /// The update rules of the family W_t = W_{t−1} A_t + B_t, each with the
 /// numbers it needs per token. Gates lie in (0, 1], write strengths β in
@@ -95,7 +56,7 @@ impl Rule {
         &self,
         n: usize,
         p: usize,
-    ) -> Result<Coefficients, RuleError> {
+    ) -> Result<Coefficients, InputError> {
         let ones = Array1::ones(n);
         let every_feature = |a: &Array1<f64>| {
             let ln_a = a.mapv(f64::ln).insert_axis(Axis(1)); // (N, 1)
@@ -162,14 +123,14 @@ fn per_token(
     name: &'static str,
     x: &Array1<f64>,
     (n, p): (usize, usize),
-) -> Result<Array2<f64>, RuleError> {
+) -> Result<Array2<f64>, InputError> {
     let column = x.view().insert_axis(Axis(1)).to_owned();
     if x.len() != n {
-        return Err(RuleError::Input(InputError::ShapeMismatch {
+        return Err(InputError::ShapeMismatch {
             left: ("k", [n, p]),
             right: (name, [x.len(), 1]),
             rule: "one gate or write strength per token",
-        }));
+        });
     }
     Ok(column)
 }
@@ -178,13 +139,13 @@ fn gate_shape(
     alpha: &Array2<f64>,
     n: usize,
     p: usize,
-) -> Result<(), RuleError> {
+) -> Result<(), InputError> {
     if alpha.dim() != (n, p) {
-        return Err(RuleError::Input(InputError::ShapeMismatch {
+        return Err(InputError::ShapeMismatch {
             left: ("k", [n, p]),
             right: ("alpha", [alpha.nrows(), alpha.ncols()]),
             rule: "one gate per token and feature",
-        }));
+        });
     }
     Ok(())
 }
@@ -195,9 +156,9 @@ fn first_outside(
     x: &Array2<f64>,
     ok: impl Fn(f64) -> bool,
     allowed: &'static str,
-) -> Result<(), RuleError> {
+) -> Result<(), InputError> {
     match x.indexed_iter().find(|&(_, &v)| !ok(v)) {
-        Some(((i, j), &value)) => Err(RuleError::Outside {
+        Some(((i, j), &value)) => Err(InputError::Outside {
             name,
             at: [i, j],
             value,
@@ -212,12 +173,12 @@ fn first_outside(
 fn gates_in_range(
     name: &'static str,
     x: &Array2<f64>,
-) -> Result<(), RuleError> {
+) -> Result<(), InputError> {
     first_outside(name, x, |a| a > 0.0 && a <= 1.0, "(0, 1]")
 }
 
 /// Write strengths lie in [0, 1], as DeltaNet's sigmoid keeps them.
-fn strengths_in_range(x: &Array2<f64>) -> Result<(), RuleError> {
+fn strengths_in_range(x: &Array2<f64>) -> Result<(), InputError> {
     first_outside("beta", x, |b| (0.0..=1.0).contains(&b), "[0, 1]")
 }
 
@@ -242,7 +203,7 @@ fn prepare(
     q: &ArrayRef2<f64>,
     k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
-) -> Result<(Array2<f64>, Array2<f64>, Coefficients), RuleError> {
+) -> Result<(Array2<f64>, Array2<f64>, Coefficients), InputError> {
     check_qkv(q, k, v, true)?;
     let c = rule.coefficients(k.nrows(), k.ncols())?;
     if rule.unit_keys() {
@@ -286,7 +247,7 @@ pub fn rule_recurrent(
     q: &ArrayRef2<f64>,
     k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
-) -> Result<RuleRead, RuleError> {
+) -> Result<RuleRead, InputError> {
     let (q, k, c) = prepare(rule, q, k, v)?;
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
     let mut memory = Array2::zeros((m, p));
@@ -383,7 +344,7 @@ pub fn rule_chunkwise(
     k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
     chunk: usize,
-) -> Result<RuleRead, RuleError> {
+) -> Result<RuleRead, InputError> {
     check_chunk(chunk)?;
     let (q, k, c) = prepare(rule, q, k, v)?;
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
