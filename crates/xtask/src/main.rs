@@ -11,6 +11,9 @@
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
 //!                     rewrite listings/data/retrieval.tsv; `--only LANE,...`
 //!                     retrains only those lanes and keeps the others' rows
+//! cargo xtask recall  retrain the recall comparison of "After the paper"
+//!                     (release, all cores; under 15 minutes on two cores)
+//!                     and rewrite listings/data/recall.tsv
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; table + JSON in target/bench/,
 //!                     the table also over listings/data/bench.tsv
@@ -23,7 +26,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    bench>
+                    recall | bench>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -41,6 +44,10 @@ const USAGE: &str =
           prints each run's wall and CPU time and each lane's total
   retrieval --only LANE,...  retrain only those lanes (e.g.
           tanh/fwm/setting2) and keep every other lane's committed rows
+  recall  train the one-layer recall models of \"After the paper\", every
+          update rule and softmax at every number of pairs (release mode,
+          every core, under 15 minutes on two cores) and rewrite
+          listings/data/recall.tsv, which the chapter's figure reads
   bench   time every schedule of the book at f32 on one thread (release
           mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer
@@ -61,6 +68,11 @@ fn main() -> ExitCode {
         "browser" => browser(),
         "test" => test(),
         "retrieval" => retrieval(),
+        "recall" => release_example(
+            "training the recall comparison",
+            "recall_sweep",
+            &[],
+        ),
         "bench" => bench(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");

@@ -7,4 +7,5 @@ pub mod capacity_sweep;
 pub mod delta_rule;
 pub mod feature_maps;
 pub mod fwp;
+pub mod recall;
 pub mod retrieval;

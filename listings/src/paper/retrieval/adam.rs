@@ -3,22 +3,42 @@
 use crate::paper::retrieval::model::Params;
 use num_traits::Float;
 
+/// A model's weights as Adam sees them: one flat slice per tensor, in a
+/// fixed order, and a zeroed copy to hold the moment estimates.
+pub trait Weights<F> {
+    fn slices(&self) -> Vec<&[F]>;
+    fn slices_mut(&mut self) -> Vec<&mut [F]>;
+    fn zeros_like(&self) -> Self;
+}
+
+impl<F: Float> Weights<F> for Params<F> {
+    fn slices(&self) -> Vec<&[F]> {
+        Params::slices(self).to_vec()
+    }
+    fn slices_mut(&mut self) -> Vec<&mut [F]> {
+        Params::slices_mut(self).into()
+    }
+    fn zeros_like(&self) -> Self {
+        Params::zeros_like(self)
+    }
+}
+
 // ANCHOR: Adam
 /// Adam with bias-corrected first and second moment estimates, for the
 /// f64 reference model and the f32 fast trainer alike.
-pub struct Adam<F = f64> {
+pub struct Adam<F = f64, P = Params<F>> {
     pub lr: F,
     pub beta1: F,
     pub beta2: F,
     pub eps: F,
     step: i32,
-    m: Params<F>,
-    v: Params<F>,
+    m: P,
+    v: P,
 }
 
-impl<F: Float> Adam<F> {
+impl<F: Float, P: Weights<F>> Adam<F, P> {
     /// The usual defaults: β₁ = 0.9, β₂ = 0.999, ε = 1e-8.
-    pub fn new(params: &Params<F>, lr: F) -> Adam<F> {
+    pub fn new(params: &P, lr: F) -> Adam<F, P> {
         let f = |x: f64| F::from(x).expect("a representable constant");
         Adam {
             lr,
@@ -32,7 +52,7 @@ impl<F: Float> Adam<F> {
     }
 
     /// θ ← θ − lr · m̂ / (√v̂ + ε), with m, v running means of g and g².
-    pub fn update(&mut self, params: &mut Params<F>, grad: &Params<F>) {
+    pub fn update(&mut self, params: &mut P, grad: &P) {
         self.step += 1;
         let one = F::one();
         let c1 = one - self.beta1.powi(self.step);

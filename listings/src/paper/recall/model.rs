@@ -1,0 +1,943 @@
+//! One-layer models for multi-query associative recall, one per update
+//! rule of "After the paper" and one with softmax attention, with their
+//! gradients written by hand. Written once over the float type: f64 for
+//! the gradient check, f32 for training.
+//!
+//! Every token t is a key symbol a and, at the first n tokens, a value
+//! symbol b. Its query, key and value are rows of three tables,
+//! q̃_t = Q[a] + Q[b] (Q[b] left out at a query), and so on; so are its
+//! gate pre-activations z_t = G[a] + G[b] + g. The rules read and write
+//! with unit q and k, as DeltaNet does, so that only the transition differs;
+//! softmax attention scores q̃·k̃/√d. The read y_t at each query goes through
+//! a linear read-out to scores over the value symbols; the loss is the
+//! cross-entropy of the right value, summed over the queries.
+
+use crate::input::InputError;
+use crate::paper::recall::task::{Sequence, Task, Token};
+use crate::paper::retrieval::adam::Weights;
+use crate::random::{BookRng, standard_normal};
+use num_traits::Float;
+
+/// The fixed decay of the fixed-decay rule, the one the chapter's studies
+/// use; every learned decay starts there too.
+pub const GAMMA: f64 = 0.99;
+
+// ANCHOR: mixer
+/// The layer that mixes tokens: one of the six rules W_t = W_{t−1} A_t +
+/// B_t, or softmax attention. Gates and write strengths are sigmoids of
+/// per-token pre-activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mixer {
+    /// A_t = I, B_t = v_t k_tᵀ.
+    Sum,
+    /// A_t = γ I with γ = [`GAMMA`].
+    FixedDecay,
+    /// A_t = a_t I, a_t = σ(z_t).
+    ScalarDecay,
+    /// A_t = diag(α_t), α_t = σ(z_t) ∈ (0, 1)ᵈ.
+    DiagonalGates,
+    /// A_t = I − β_t k_t k_tᵀ, B_t = β_t v_t k_tᵀ, β_t = σ(z_t).
+    Delta,
+    /// A_t = a_t (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ.
+    GatedDelta,
+    /// y_t = Σ_{s ≤ t} softmax_s(q̃_t·k̃_s/√d) ṽ_s.
+    Softmax,
+}
+// ANCHOR_END: mixer
+
+impl Mixer {
+    pub const ALL: [Mixer; 7] = [
+        Mixer::Sum,
+        Mixer::FixedDecay,
+        Mixer::ScalarDecay,
+        Mixer::DiagonalGates,
+        Mixer::Delta,
+        Mixer::GatedDelta,
+        Mixer::Softmax,
+    ];
+
+    /// The name "After the paper" gives the rule (and "softmax").
+    pub fn name(self) -> &'static str {
+        match self {
+            Mixer::Sum => "sum",
+            Mixer::FixedDecay => "fixed decay",
+            Mixer::ScalarDecay => "scalar decay",
+            Mixer::DiagonalGates => "diagonal gates",
+            Mixer::Delta => "delta",
+            Mixer::GatedDelta => "gated delta",
+            Mixer::Softmax => "softmax",
+        }
+    }
+
+    /// The mixer with this name.
+    pub fn named(name: &str) -> Option<Mixer> {
+        Mixer::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Gate pre-activations per token: a decay, d gates, a write strength,
+    /// or a decay and a write strength.
+    pub fn gates(self, d: usize) -> usize {
+        match self {
+            Mixer::ScalarDecay | Mixer::Delta => 1,
+            Mixer::DiagonalGates => d,
+            Mixer::GatedDelta => 2,
+            Mixer::Sum | Mixer::FixedDecay | Mixer::Softmax => 0,
+        }
+    }
+
+    /// Whether gate `i` is a decay (it starts at γ; a write strength
+    /// starts at ½).
+    fn is_decay(self, i: usize) -> bool {
+        match self {
+            Mixer::ScalarDecay | Mixer::DiagonalGates => true,
+            Mixer::GatedDelta => i == 0,
+            _ => false,
+        }
+    }
+}
+
+/// A model's size: the task it reads and the width d of its queries,
+/// keys and values (the memory is d × d).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub task: Task,
+    pub d: usize,
+}
+
+impl Shape {
+    /// Rows of the token tables: one per key symbol, then one per value.
+    pub fn symbols(&self) -> usize {
+        self.task.keys + self.task.values
+    }
+}
+
+/// The weights: the token tables Q, K, V (symbols × d) and G (symbols ×
+/// gates), the gate bias g, and the read-out O (values × d) with bias o.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params<F> {
+    pub q: Vec<F>,
+    pub k: Vec<F>,
+    pub v: Vec<F>,
+    pub g: Vec<F>,
+    pub g_bias: Vec<F>,
+    pub o: Vec<F>,
+    pub o_bias: Vec<F>,
+}
+
+fn c<F: Float>(x: f64) -> F {
+    F::from(x).expect("a representable constant")
+}
+
+fn sigmoid<F: Float>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
+}
+
+impl<F: Float> Params<F> {
+    /// Tables and read-out drawn N(0, 1/d); gate weights 0, decays'
+    /// biases at γ, write strengths' at ½.
+    pub fn init(rng: &mut BookRng, shape: Shape, mixer: Mixer) -> Params<F> {
+        let (s, d, g) = (shape.symbols(), shape.d, mixer.gates(shape.d));
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut draw = |len: usize| -> Vec<F> {
+            (0..len).map(|_| c(standard_normal(rng) * scale)).collect()
+        };
+        let (q, k, v) = (draw(s * d), draw(s * d), draw(s * d));
+        let o = draw(shape.task.values * d);
+        let logit_gamma = (GAMMA / (1.0 - GAMMA)).ln();
+        Params {
+            q,
+            k,
+            v,
+            g: vec![F::zero(); s * g],
+            g_bias: (0..g)
+                .map(|i| c(if mixer.is_decay(i) { logit_gamma } else { 0.0 }))
+                .collect(),
+            o,
+            o_bias: vec![F::zero(); shape.task.values],
+        }
+    }
+}
+
+impl<F: Float> Params<F> {
+    /// The length of each tensor, in the order of `slices`, for this
+    /// shape and mixer.
+    fn sizes(&self, shape: Shape, mixer: Mixer) -> [usize; 7] {
+        let (s, d, g) = (shape.symbols(), shape.d, mixer.gates(shape.d));
+        let v = shape.task.values;
+        [s * d, s * d, s * d, s * g, g, v * d, v]
+    }
+}
+
+impl<F: Float> Weights<F> for Params<F> {
+    fn slices(&self) -> Vec<&[F]> {
+        let p = self;
+        vec![&p.q, &p.k, &p.v, &p.g, &p.g_bias, &p.o, &p.o_bias]
+    }
+
+    fn slices_mut(&mut self) -> Vec<&mut [F]> {
+        let p = self;
+        vec![
+            &mut p.q,
+            &mut p.k,
+            &mut p.v,
+            &mut p.g,
+            &mut p.g_bias,
+            &mut p.o,
+            &mut p.o_bias,
+        ]
+    }
+
+    fn zeros_like(&self) -> Self {
+        let z = |x: &Vec<F>| vec![F::zero(); x.len()];
+        Params {
+            q: z(&self.q),
+            k: z(&self.k),
+            v: z(&self.v),
+            g: z(&self.g),
+            g_bias: z(&self.g_bias),
+            o: z(&self.o),
+            o_bias: z(&self.o_bias),
+        }
+    }
+}
+
+/// The table rows a token reads: its key symbol, and its value symbol
+/// (offset past the keys) when it shows one.
+fn rows(task: &Task, t: &Token) -> (usize, Option<usize>) {
+    (t.key, t.value.map(|v| task.keys + v))
+}
+
+/// Σ of a table's rows for one token, into `out` (width w).
+fn gather<F: Float>(
+    table: &[F],
+    w: usize,
+    (a, b): (usize, Option<usize>),
+    out: &mut [F],
+) {
+    out.copy_from_slice(&table[a * w..(a + 1) * w]);
+    if let Some(b) = b {
+        for (o, &x) in out.iter_mut().zip(&table[b * w..(b + 1) * w]) {
+            *o = *o + x;
+        }
+    }
+}
+
+/// The gradient of a gathered row, added into both rows it came from.
+fn scatter<F: Float>(
+    table: &mut [F],
+    w: usize,
+    (a, b): (usize, Option<usize>),
+    grad: &[F],
+) {
+    for r in std::iter::once(a).chain(b) {
+        for (t, &g) in table[r * w..(r + 1) * w].iter_mut().zip(grad) {
+            *t = *t + g;
+        }
+    }
+}
+
+fn dot<F: Float>(a: &[F], b: &[F]) -> F {
+    a.iter().zip(b).fold(F::zero(), |s, (&x, &y)| s + x * y)
+}
+
+/// A small constant under the square root of a norm, so that a zero row
+/// has a gradient (as F.normalize's ε does in DeltaNet's code).
+const NORM_EPS: f64 = 1e-6;
+
+/// Scratch for one sequence, reused across sequences.
+#[derive(Default)]
+pub struct Work<F> {
+    raw_q: Vec<F>,
+    raw_k: Vec<F>,
+    q: Vec<F>,
+    k: Vec<F>,
+    v: Vec<F>,
+    norm_q: Vec<F>,
+    norm_k: Vec<F>,
+    gate: Vec<F>,
+    memory: Vec<F>,
+    attention: Vec<F>,
+    y: Vec<F>,
+    dq: Vec<F>,
+    dk: Vec<F>,
+    dv: Vec<F>,
+    dgate: Vec<F>,
+}
+
+fn zeroed<F: Float>(buf: &mut Vec<F>, len: usize) {
+    buf.clear();
+    buf.resize(len, F::zero());
+}
+
+/// What one sequence gave: its summed loss and how many queries the
+/// model answered right (the highest score on the right value).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scored<F> {
+    pub loss: F,
+    pub correct: usize,
+}
+
+// ANCHOR: coefficients
+/// The rule's α_t (d entries), β_t and ω_t from its gates at token t.
+fn coefficients<F: Float>(mixer: Mixer, gate: &[F], alpha: &mut [F]) -> (F, F) {
+    let (one, zero) = (F::one(), F::zero());
+    let fill = |alpha: &mut [F], a: F| alpha.iter_mut().for_each(|x| *x = a);
+    match mixer {
+        Mixer::Sum => {
+            fill(alpha, one);
+            (zero, one)
+        }
+        Mixer::FixedDecay => {
+            fill(alpha, c(GAMMA));
+            (zero, one)
+        }
+        Mixer::ScalarDecay => {
+            fill(alpha, gate[0]);
+            (zero, one)
+        }
+        Mixer::DiagonalGates => {
+            alpha.copy_from_slice(gate);
+            (zero, one)
+        }
+        Mixer::Delta => {
+            fill(alpha, one);
+            (gate[0], gate[0])
+        }
+        Mixer::GatedDelta => {
+            fill(alpha, gate[0]);
+            (gate[1], gate[1])
+        }
+        Mixer::Softmax => unreachable!("softmax has no transition"),
+    }
+}
+// ANCHOR_END: coefficients
+
+/// The gates' gradient from that of α_t, β_t and ω_t.
+fn coefficients_back<F: Float>(
+    mixer: Mixer,
+    d_alpha: &[F],
+    d_beta: F,
+    d_omega: F,
+    dgate: &mut [F],
+) {
+    let total = || d_alpha.iter().fold(F::zero(), |s, &x| s + x);
+    match mixer {
+        Mixer::Sum | Mixer::FixedDecay | Mixer::Softmax => {}
+        Mixer::ScalarDecay => dgate[0] = total(),
+        Mixer::DiagonalGates => dgate.copy_from_slice(d_alpha),
+        Mixer::Delta => dgate[0] = d_beta + d_omega,
+        Mixer::GatedDelta => {
+            dgate[0] = total();
+            dgate[1] = d_beta + d_omega;
+        }
+    }
+}
+
+/// That the weights fit the shape and are finite, and that the sequence
+/// is one of the task's: 2n tokens whose symbols exist, n answers.
+fn check<F: Float>(
+    mixer: Mixer,
+    shape: Shape,
+    params: &Params<F>,
+    seq: &Sequence,
+) -> Result<(), InputError> {
+    let (task, d) = (shape.task, shape.d);
+    task.check()?;
+    if d == 0 {
+        return Err(InputError::BadParameter {
+            name: "d",
+            value: 0,
+            rule: "a width of at least one",
+        });
+    }
+    let want = params.sizes(shape, mixer);
+    let names = ["Q", "K", "V", "G", "g", "O", "o"];
+    for ((x, len), name) in params.slices().into_iter().zip(want).zip(names) {
+        if x.len() != len {
+            return Err(InputError::ShapeMismatch {
+                left: (name, [x.len(), 1]),
+                right: ("its size for this shape", [len, 1]),
+                rule: "weights made by Params::init for this shape and mixer",
+            });
+        }
+        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+            let value = x[i].to_f64().unwrap_or(f64::NAN);
+            return Err(InputError::NonFinite {
+                name,
+                at: [i, 0],
+                value,
+            });
+        }
+    }
+    let (len, n) = (seq.tokens.len(), seq.answers.len());
+    if len != 2 * task.pairs || n != task.pairs {
+        return Err(InputError::ShapeMismatch {
+            left: ("tokens", [len, 1]),
+            right: ("answers", [n, 1]),
+            rule: "2n tokens and n answers for n pairs",
+        });
+    }
+    let symbol = |name, index, len| match index < len {
+        true => Ok(()),
+        false => Err(InputError::OutOfRange { name, index, len }),
+    };
+    for (t, token) in seq.tokens.iter().enumerate() {
+        symbol("key symbol", token.key, task.keys)?;
+        match (token.value, t < task.pairs) {
+            (Some(v), true) => symbol("value symbol", v, task.values)?,
+            (None, false) => {}
+            _ => {
+                return Err(InputError::BadParameter {
+                    name: "token",
+                    value: t,
+                    rule: "a value at each of the first n tokens only",
+                });
+            }
+        }
+    }
+    for &a in &seq.answers {
+        symbol("answer", a, task.values)?;
+    }
+    Ok(())
+}
+
+/// The loss and answers of one sequence; with `grad`, also adds `scale`
+/// times the gradient of the summed loss into it. A sequence or weights
+/// that do not fit the shape, a non-finite weight, or a loss that
+/// overflows is an error naming it.
+pub fn run_sequence<F: Float>(
+    mixer: Mixer,
+    shape: Shape,
+    params: &Params<F>,
+    seq: &Sequence,
+    grad: Option<(&mut Params<F>, F)>,
+    w: &mut Work<F>,
+) -> Result<Scored<F>, InputError> {
+    check(mixer, shape, params, seq)?;
+    let (task, d) = (shape.task, shape.d);
+    let (len, n, gates) = (seq.tokens.len(), task.pairs, mixer.gates(d));
+    let unit = mixer != Mixer::Softmax;
+    for buf in [&mut w.raw_q, &mut w.raw_k, &mut w.q, &mut w.k, &mut w.v] {
+        zeroed(buf, len * d);
+    }
+    zeroed(&mut w.norm_q, len);
+    zeroed(&mut w.norm_k, len);
+    zeroed(&mut w.gate, len * gates);
+    // Queries, keys, values and gates of every token.
+    for (t, token) in seq.tokens.iter().enumerate() {
+        let r = rows(&task, token);
+        let at = t * d..(t + 1) * d;
+        gather(&params.q, d, r, &mut w.raw_q[at.clone()]);
+        gather(&params.k, d, r, &mut w.raw_k[at.clone()]);
+        gather(&params.v, d, r, &mut w.v[at.clone()]);
+        let eps = c::<F>(NORM_EPS);
+        for (raw, unit_row, norm) in [
+            (&w.raw_q, &mut w.q, &mut w.norm_q[t]),
+            (&w.raw_k, &mut w.k, &mut w.norm_k[t]),
+        ] {
+            let x = &raw[at.clone()];
+            *norm = if unit {
+                (dot(x, x) + eps).sqrt()
+            } else {
+                F::one()
+            };
+            for (u, &x) in unit_row[at.clone()].iter_mut().zip(x) {
+                *u = x / *norm;
+            }
+        }
+        if gates > 0 {
+            let z = &mut w.gate[t * gates..(t + 1) * gates];
+            gather(&params.g, gates, r, z);
+            for (z, &b) in z.iter_mut().zip(&params.g_bias) {
+                *z = sigmoid(*z + b);
+            }
+        }
+    }
+    // The mixer's read at each query.
+    zeroed(&mut w.y, n * d);
+    if unit {
+        rule_forward(mixer, d, len, n, w);
+    } else {
+        softmax_forward(d, len, n, w);
+    }
+    // Read-out and loss.
+    let values = task.values;
+    let mut scores = vec![F::zero(); values];
+    let mut dy = vec![F::zero(); n * d];
+    let mut out = Scored {
+        loss: F::zero(),
+        correct: 0,
+    };
+    let mut grad = grad;
+    for (i, &answer) in seq.answers.iter().enumerate() {
+        let y = &w.y[i * d..(i + 1) * d];
+        for (j, s) in scores.iter_mut().enumerate() {
+            *s = dot(&params.o[j * d..(j + 1) * d], y) + params.o_bias[j];
+        }
+        let top = scores.iter().fold(F::neg_infinity(), |m, &s| m.max(s));
+        let total = scores.iter().fold(F::zero(), |a, &s| a + (s - top).exp());
+        let loss = top + total.ln() - scores[answer];
+        if !loss.is_finite() {
+            return Err(InputError::Overflow {
+                name: "loss",
+                at: [i, answer],
+                value: loss.to_f64().unwrap_or(f64::NAN),
+            });
+        }
+        out.loss = out.loss + loss;
+        let best = (0..values).filter(|&j| scores[j] == top).min();
+        out.correct += usize::from(best == Some(answer));
+        if let Some((g, scale)) = grad.as_mut() {
+            for (j, &s) in scores.iter().enumerate() {
+                let p = (s - top).exp() / total;
+                let ds = (p - if j == answer { F::one() } else { F::zero() })
+                    * *scale;
+                g.o_bias[j] = g.o_bias[j] + ds;
+                let o_row = &params.o[j * d..(j + 1) * d];
+                let g_row = &mut g.o[j * d..(j + 1) * d];
+                for ((go, &yk), (dyk, &ok)) in g_row
+                    .iter_mut()
+                    .zip(y)
+                    .zip(dy[i * d..(i + 1) * d].iter_mut().zip(o_row))
+                {
+                    *go = *go + ds * yk;
+                    *dyk = *dyk + ds * ok;
+                }
+            }
+        }
+    }
+    let Some((g, _)) = grad else {
+        return Ok(out);
+    };
+    for buf in [&mut w.dq, &mut w.dk, &mut w.dv] {
+        zeroed(buf, len * d);
+    }
+    zeroed(&mut w.dgate, len * gates);
+    if unit {
+        rule_backward(mixer, d, len, n, &dy, w);
+    } else {
+        softmax_backward(d, len, n, &dy, w);
+    }
+    // Back through the unit rows, the sigmoids and the tables.
+    for (t, token) in seq.tokens.iter().enumerate() {
+        let r = rows(&task, token);
+        let at = t * d..(t + 1) * d;
+        for (unit_row, d_unit, norm) in [
+            (&w.q, &mut w.dq, w.norm_q[t]),
+            (&w.k, &mut w.dk, w.norm_k[t]),
+        ] {
+            // x = x̃ / r: dx̃ = (dx − x (x·dx)) / r.
+            let (x, dx) = (&unit_row[at.clone()], &mut d_unit[at.clone()]);
+            let along = if unit { dot(x, dx) } else { F::zero() };
+            for (dx, &x) in dx.iter_mut().zip(x) {
+                *dx = (*dx - x * along) / norm;
+            }
+        }
+        scatter(&mut g.q, d, r, &w.dq[at.clone()]);
+        scatter(&mut g.k, d, r, &w.dk[at.clone()]);
+        scatter(&mut g.v, d, r, &w.dv[at.clone()]);
+        if gates > 0 {
+            let span = t * gates..(t + 1) * gates;
+            let dz = &mut w.dgate[span.clone()];
+            for (dz, &s) in dz.iter_mut().zip(&w.gate[span]) {
+                *dz = *dz * s * (F::one() - s);
+            }
+            scatter(&mut g.g, gates, r, dz);
+            for (gb, &dz) in g.g_bias.iter_mut().zip(dz.iter()) {
+                *gb = *gb + dz;
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ANCHOR: rule_forward
+/// W_t = W_{t−1} diag(α_t) (I − β_t k_t k_tᵀ) + ω_t v_t k_tᵀ, written as
+/// U = W_{t−1} diag(α_t), then W_t = U + (ω_t v_t − β_t U k_t) k_tᵀ; the
+/// read y_t = W_t q_t at each query. Every W_t is kept for the backward
+/// pass (W_0 = 0 first).
+fn rule_forward<F: Float>(
+    mixer: Mixer,
+    d: usize,
+    len: usize,
+    n: usize,
+    w: &mut Work<F>,
+) {
+    let dd = d * d;
+    zeroed(&mut w.memory, (len + 1) * dd);
+    let gates = mixer.gates(d);
+    let mut alpha = vec![F::zero(); d];
+    for t in 0..len {
+        let gate = &w.gate[t * gates..(t + 1) * gates];
+        let (beta, omega) = coefficients(mixer, gate, &mut alpha);
+        let (k, v) = (&w.k[t * d..(t + 1) * d], &w.v[t * d..(t + 1) * d]);
+        let (before, after) = w.memory.split_at_mut((t + 1) * dd);
+        let (old, new) = (&before[t * dd..], &mut after[..dd]);
+        for ((row, old_row), &v) in
+            new.chunks_exact_mut(d).zip(old.chunks_exact(d)).zip(v)
+        {
+            for ((x, &o), &a) in row.iter_mut().zip(old_row).zip(&alpha) {
+                *x = o * a; // U
+            }
+            let e = omega * v - beta * dot(row, k);
+            axpy(e, k, row);
+        }
+        if t >= n {
+            let q = &w.q[t * d..(t + 1) * d];
+            let y = &mut w.y[(t - n) * d..(t - n + 1) * d];
+            for (y, row) in y.iter_mut().zip(new.chunks_exact(d)) {
+                *y = dot(row, q);
+            }
+        }
+    }
+}
+// ANCHOR_END: rule_forward
+
+/// The gradients of every q_t, k_t, v_t and gate, from those of the
+/// reads, by running the recurrence backwards with G = ∂L/∂W_t.
+fn rule_backward<F: Float>(
+    mixer: Mixer,
+    d: usize,
+    len: usize,
+    n: usize,
+    dy: &[F],
+    w: &mut Work<F>,
+) {
+    let dd = d * d;
+    let gates = mixer.gates(d);
+    let mut g_mem = vec![F::zero(); dd];
+    let (mut alpha, mut d_alpha) = (vec![F::zero(); d], vec![F::zero(); d]);
+    let (mut u, mut de) = (vec![F::zero(); d], vec![F::zero(); d]);
+    for t in (0..len).rev() {
+        let at = t * d..(t + 1) * d;
+        let new = &w.memory[(t + 1) * dd..(t + 2) * dd];
+        let old = &w.memory[t * dd..(t + 1) * dd];
+        let (dq, dk) = (&mut w.dq[at.clone()], &mut w.dk[at.clone()]);
+        if t >= n {
+            // y = W_t q: G += dy qᵀ, dq = W_tᵀ dy.
+            let dy = &dy[(t - n) * d..(t - n + 1) * d];
+            let q = &w.q[at.clone()];
+            for ((g_row, w_row), &dy) in
+                g_mem.chunks_exact_mut(d).zip(new.chunks_exact(d)).zip(dy)
+            {
+                axpy(dy, q, g_row);
+                axpy(dy, w_row, dq);
+            }
+        }
+        let gate = &w.gate[t * gates..(t + 1) * gates];
+        let (beta, omega) = coefficients(mixer, gate, &mut alpha);
+        let (k, v) = (&w.k[at.clone()], &w.v[at.clone()]);
+        // W_t = U + e kᵀ with e = ω v − β u, u = U k, U = W_{t−1} diag(α).
+        let (mut d_beta, mut d_omega) = (F::zero(), F::zero());
+        for (i, (old_row, g_row)) in
+            old.chunks_exact(d).zip(g_mem.chunks_exact(d)).enumerate()
+        {
+            u[i] = old_row
+                .iter()
+                .zip(&alpha)
+                .zip(k)
+                .fold(F::zero(), |s, ((&w, &a), &k)| s + w * a * k);
+            de[i] = dot(g_row, k); // G k
+            let e = omega * v[i] - beta * u[i];
+            axpy(e, g_row, dk); // Gᵀ e
+            w.dv[t * d + i] = omega * de[i];
+            d_omega = d_omega + v[i] * de[i];
+            d_beta = d_beta - u[i] * de[i];
+        }
+        // Through u = U k: dU = G − β de kᵀ, dk += Uᵀ (−β de); then
+        // dα_j = Σ_i dU_ij W_{t−1,ij} and ∂L/∂W_{t−1} = dU diag(α).
+        d_alpha.iter_mut().for_each(|x| *x = F::zero());
+        for ((old_row, g_row), &de) in
+            old.chunks_exact(d).zip(g_mem.chunks_exact_mut(d)).zip(&de)
+        {
+            let du = -beta * de;
+            for j in 0..d {
+                let gu = g_row[j] + du * k[j];
+                dk[j] = dk[j] + old_row[j] * alpha[j] * du;
+                d_alpha[j] = d_alpha[j] + gu * old_row[j];
+                g_row[j] = gu * alpha[j];
+            }
+        }
+        let dgate = &mut w.dgate[t * gates..(t + 1) * gates];
+        coefficients_back(mixer, &d_alpha, d_beta, d_omega, dgate);
+    }
+}
+
+/// y += a x.
+fn axpy<F: Float>(a: F, x: &[F], y: &mut [F]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = *y + a * x;
+    }
+}
+
+/// y_t = Σ_{s ≤ t} p_s v_s with p = softmax(q_t·k_s/√d), at each query.
+fn softmax_forward<F: Float>(d: usize, len: usize, n: usize, w: &mut Work<F>) {
+    zeroed(&mut w.attention, n * len);
+    let scale = F::one() / c::<F>(d as f64).sqrt();
+    for i in 0..n {
+        let t = n + i;
+        let q = &w.q[t * d..(t + 1) * d];
+        let p = &mut w.attention[i * len..i * len + t + 1];
+        for (s, p) in p.iter_mut().enumerate() {
+            *p = dot(q, &w.k[s * d..(s + 1) * d]) * scale;
+        }
+        let top = p.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
+        p.iter_mut().for_each(|x| *x = (*x - top).exp());
+        let total = p.iter().fold(F::zero(), |a, &x| a + x);
+        p.iter_mut().for_each(|x| *x = *x / total);
+        let y = &mut w.y[i * d..(i + 1) * d];
+        for (s, &p) in p.iter().enumerate() {
+            for (y, &v) in y.iter_mut().zip(&w.v[s * d..(s + 1) * d]) {
+                *y = *y + p * v;
+            }
+        }
+    }
+}
+
+fn softmax_backward<F: Float>(
+    d: usize,
+    len: usize,
+    n: usize,
+    dy: &[F],
+    w: &mut Work<F>,
+) {
+    let scale = F::one() / c::<F>(d as f64).sqrt();
+    let mut dp = vec![F::zero(); len];
+    for i in 0..n {
+        let t = n + i;
+        let dy = &dy[i * d..(i + 1) * d];
+        let p = &w.attention[i * len..i * len + t + 1];
+        for (s, &ps) in p.iter().enumerate() {
+            dp[s] = dot(dy, &w.v[s * d..(s + 1) * d]);
+            for (dv, &g) in w.dv[s * d..(s + 1) * d].iter_mut().zip(dy) {
+                *dv = *dv + ps * g;
+            }
+        }
+        let mean = p.iter().zip(&dp).fold(F::zero(), |a, (&p, &g)| a + p * g);
+        for (s, &ps) in p.iter().enumerate() {
+            let ds = ps * (dp[s] - mean) * scale;
+            for j in 0..d {
+                w.dq[t * d + j] = w.dq[t * d + j] + ds * w.k[s * d + j];
+                w.dk[s * d + j] = w.dk[s * d + j] + ds * w.q[t * d + j];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::seeded;
+
+    fn shape(pairs: usize, d: usize) -> Shape {
+        Shape {
+            task: Task {
+                keys: 7,
+                values: 5,
+                pairs,
+            },
+            d,
+        }
+    }
+
+    /// The summed loss of a few sequences at these weights.
+    fn loss(
+        mixer: Mixer,
+        shape: Shape,
+        p: &Params<f64>,
+        seqs: &[Sequence],
+    ) -> f64 {
+        let mut w = Work::default();
+        seqs.iter()
+            .map(|s| {
+                run_sequence(mixer, shape, p, s, None, &mut w).unwrap().loss
+            })
+            .sum()
+    }
+
+    #[test]
+    fn every_gradient_matches_central_differences() {
+        for mixer in Mixer::ALL {
+            for (seed, (pairs, d)) in
+                [(3, 4), (5, 3), (4, 6)].into_iter().enumerate()
+            {
+                let shape = shape(pairs, d);
+                let mut rng = seeded(seed as u64);
+                let mut p: Params<f64> = Params::init(&mut rng, shape, mixer);
+                // Gates away from their start, so each gate's term matters.
+                for x in p.g.iter_mut().chain(p.g_bias.iter_mut()) {
+                    *x = standard_normal(&mut rng);
+                }
+                let seqs: Vec<Sequence> =
+                    (0..2).map(|_| shape.task.sample(&mut rng)).collect();
+                let mut g = p.zeros_like();
+                let mut w = Work::default();
+                for s in &seqs {
+                    run_sequence(
+                        mixer,
+                        shape,
+                        &p,
+                        s,
+                        Some((&mut g, 1.0)),
+                        &mut w,
+                    )
+                    .unwrap();
+                }
+                let h = 1e-6;
+                let analytic: Vec<Vec<f64>> =
+                    g.slices().into_iter().map(<[f64]>::to_vec).collect();
+                for (tensor, want) in analytic.iter().enumerate() {
+                    for (i, &want) in want.iter().enumerate() {
+                        let mut plus = p.clone();
+                        plus.slices_mut()[tensor][i] += h;
+                        let mut minus = p.clone();
+                        minus.slices_mut()[tensor][i] -= h;
+                        let got = (loss(mixer, shape, &plus, &seqs)
+                            - loss(mixer, shape, &minus, &seqs))
+                            / (2.0 * h);
+                        assert!(
+                            (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                            "{mixer:?} d={d} tensor {tensor}[{i}]: {want} vs {got}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The f64 weights rounded to f32.
+    fn to_f32(p: &Params<f64>) -> Params<f32> {
+        let f = |x: &Vec<f64>| x.iter().map(|&x| x as f32).collect();
+        Params {
+            q: f(&p.q),
+            k: f(&p.k),
+            v: f(&p.v),
+            g: f(&p.g),
+            g_bias: f(&p.g_bias),
+            o: f(&p.o),
+            o_bias: f(&p.o_bias),
+        }
+    }
+
+    #[test]
+    fn the_f32_model_trained_computes_what_the_f64_model_computes() {
+        for mixer in Mixer::ALL {
+            for seed in 0..3 {
+                let shape = Shape {
+                    task: Task {
+                        keys: 64,
+                        values: 64,
+                        pairs: 16 + 8 * seed as usize,
+                    },
+                    d: 16,
+                };
+                let mut rng = seeded(seed);
+                let p: Params<f64> = Params::init(&mut rng, shape, mixer);
+                let seq = shape.task.sample(&mut rng);
+                let (mut g64, mut g32) =
+                    (p.zeros_like(), to_f32(&p).zeros_like());
+                let a = run_sequence(
+                    mixer,
+                    shape,
+                    &p,
+                    &seq,
+                    Some((&mut g64, 1.0)),
+                    &mut Work::default(),
+                )
+                .unwrap();
+                let b = run_sequence(
+                    mixer,
+                    shape,
+                    &to_f32(&p),
+                    &seq,
+                    Some((&mut g32, 1.0)),
+                    &mut Work::default(),
+                )
+                .unwrap();
+                assert!(
+                    (a.loss - f64::from(b.loss)).abs() < 1e-4 * a.loss,
+                    "{mixer:?}"
+                );
+                assert_eq!(a.correct, b.correct);
+                for (x, y) in g64.slices().into_iter().zip(g32.slices()) {
+                    let top = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                    for (x, &y) in x.iter().zip(y) {
+                        assert!(
+                            (x - f64::from(y)).abs() <= 1e-4 * top,
+                            "{mixer:?}: {x} vs {y}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
+        let shape = shape(3, 4);
+        for mixer in Mixer::ALL {
+            for seed in 0..3 {
+                let mut rng = seeded(seed);
+                let p: Params<f32> = Params::init(&mut rng, shape, mixer);
+                let seq = shape.task.sample(&mut rng);
+                let run = |p: &Params<f32>, s: &Sequence| {
+                    let mut g = p.zeros_like();
+                    run_sequence(
+                        mixer,
+                        shape,
+                        p,
+                        s,
+                        Some((&mut g, 1.0)),
+                        &mut Work::default(),
+                    )
+                };
+                let said = |r: Result<Scored<f32>, InputError>| {
+                    r.expect_err("an error").to_string()
+                };
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    let mut q = p.clone();
+                    q.v[5] = bad;
+                    assert!(said(run(&q, &seq)).contains("V"), "{mixer:?}");
+                }
+                // Huge finite weights: Ok and finite, or an overflow.
+                let mut huge = p.clone();
+                huge.v
+                    .iter_mut()
+                    .chain(huge.o.iter_mut())
+                    .for_each(|x| *x *= 1e30);
+                match run(&huge, &seq) {
+                    Ok(s) => assert!(s.loss.is_finite()),
+                    Err(e) => assert!(e.to_string().contains("loss"), "{e}"),
+                }
+                // Zero weights: the norm's ε keeps every row finite.
+                let zero = p.zeros_like();
+                assert!(run(&zero, &seq).unwrap().loss.is_finite());
+                let mut short = seq.clone();
+                short.tokens.pop();
+                assert!(said(run(&p, &short)).contains("tokens"));
+                let mut wild = seq.clone();
+                wild.tokens[0].key = 99;
+                assert!(said(run(&p, &wild)).contains("key symbol"));
+                let mut wild = seq.clone();
+                wild.answers[1] = 5;
+                assert!(said(run(&p, &wild)).contains("answer"));
+                let mut wild = seq.clone();
+                wild.tokens[4].value = Some(0);
+                assert!(said(run(&p, &wild)).contains("token"));
+                let mut fewer = p.clone();
+                fewer.o.pop();
+                assert!(said(run(&fewer, &seq)).contains("O"));
+                let wide = Shape { d: 5, ..shape };
+                let r = run_sequence(
+                    mixer,
+                    wide,
+                    &p,
+                    &seq,
+                    None,
+                    &mut Work::default(),
+                );
+                assert!(said(r).contains("shape mismatch"));
+            }
+        }
+    }
+}

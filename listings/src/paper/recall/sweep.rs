@@ -1,0 +1,215 @@
+//! The recall comparison: every mixer at every number of pairs, two seeds,
+//! one width; the plan, the data file `cargo xtask recall` writes, and
+//! reading it back.
+
+use crate::measure::thread_cpu_seconds;
+use crate::paper::recall::model::{Mixer, Shape};
+use crate::paper::recall::task::Task;
+use crate::paper::recall::train::{Budget, Outcome, Run, train};
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The width d of every model: queries, keys and values of d entries, a
+/// d × d memory.
+pub const WIDTH: usize = 16;
+/// Key and value symbols.
+pub const SYMBOLS: usize = 64;
+/// Pairs per sequence, from well below d to 4 d.
+pub const PAIRS: [usize; 5] = [4, 8, 16, 32, 64];
+pub const SEEDS: [u64; 2] = [1, 2];
+
+/// Every run's budget.
+pub fn budget() -> Budget {
+    Budget {
+        batch: 32,
+        steps: 3000,
+        lr: 3e-3,
+        tests: 64,
+    }
+}
+
+/// The budget as the data file records it.
+pub fn budget_line() -> String {
+    let b = budget();
+    format!(
+        "Budget: batch {}, Adam lr {}, {} steps; accuracy on {} test sequences per run.",
+        b.batch, b.lr, b.steps, b.tests
+    )
+}
+
+/// One run of the plan.
+pub fn run(mixer: Mixer, pairs: usize, seed: u64) -> Run {
+    let task = Task {
+        keys: SYMBOLS,
+        values: SYMBOLS,
+        pairs,
+    };
+    Run {
+        mixer,
+        shape: Shape { task, d: WIDTH },
+        seed,
+        budget: budget(),
+    }
+}
+
+/// Every run, the longest (most pairs) first.
+pub fn plan() -> Vec<Run> {
+    let mut runs = Vec::new();
+    for &pairs in PAIRS.iter().rev() {
+        for seed in SEEDS {
+            for mixer in Mixer::ALL {
+                runs.push(run(mixer, pairs, seed));
+            }
+        }
+    }
+    runs
+}
+
+/// One line of the data file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub mixer: String,
+    pub pairs: usize,
+    pub d: usize,
+    pub seed: u64,
+    pub accuracy: f64,
+    pub loss: f64,
+    /// CPU seconds the run took.
+    pub seconds: f64,
+}
+
+impl Record {
+    pub fn new(run: &Run, outcome: &Outcome, seconds: f64) -> Record {
+        Record {
+            mixer: run.mixer.name().to_string(),
+            pairs: run.shape.task.pairs,
+            d: run.shape.d,
+            seed: run.seed,
+            accuracy: outcome.accuracy,
+            loss: outcome.loss,
+            seconds,
+        }
+    }
+}
+
+/// Train every run on `threads` threads, calling `done` after each (with
+/// the runs finished so far); the records in the plan's order, or the
+/// first run that failed and why.
+pub fn run_all(
+    runs: &[Run],
+    threads: usize,
+    done: impl Fn(&Record, usize) + Sync,
+) -> Result<Vec<Record>, String> {
+    let next = AtomicUsize::new(0);
+    type Slot = Option<Result<Record, String>>;
+    let out: Mutex<Vec<Slot>> = Mutex::new(vec![None; runs.len()]);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    let start = thread_cpu_seconds();
+                    let wall = std::time::Instant::now();
+                    let outcome = train(run);
+                    let seconds = match (start, thread_cpu_seconds()) {
+                        (Some(a), Some(b)) => b - a,
+                        _ => wall.elapsed().as_secs_f64(),
+                    };
+                    let record = outcome
+                        .map(|o| Record::new(run, &o, seconds))
+                        .map_err(|e| format!("{run:?}: {e}"));
+                    let count = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Ok(r) = &record {
+                        done(r, count);
+                    }
+                    out.lock().expect("no thread panicked")[i] = Some(record);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().expect("no thread panicked");
+    out.into_iter().map(|r| r.expect("every run ran")).collect()
+}
+
+const HEADER: &str = "mixer\tpairs\td\tseed\taccuracy\tloss\tcpu_seconds";
+
+/// The data file: `#` comment lines (how it was made), a header, records.
+pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
+    let mut out = String::new();
+    for c in comments {
+        let _ = writeln!(out, "# {c}");
+    }
+    let _ = writeln!(out, "{HEADER}");
+    for r in records {
+        let _ = writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{:.6}\t{:.6e}\t{:.1}",
+            r.mixer, r.pairs, r.d, r.seed, r.accuracy, r.loss, r.seconds
+        );
+    }
+    out
+}
+
+/// Read the data file back: its comment lines and its records.
+pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
+    let mut comments = Vec::new();
+    let mut records = Vec::new();
+    let mut header = false;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(c) = line.strip_prefix('#') {
+            comments.push(c.trim().to_string());
+        } else if !header {
+            if line != HEADER {
+                return Err(format!("line {}: expected `{HEADER}`", i + 1));
+            }
+            header = true;
+        } else if !line.trim().is_empty() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let bad = |what: &str| format!("line {}: bad {what}", i + 1);
+            if f.len() != 7 {
+                return Err(bad("number of fields"));
+            }
+            records.push(Record {
+                mixer: f[0].to_string(),
+                pairs: f[1].parse().map_err(|_| bad("pairs"))?,
+                d: f[2].parse().map_err(|_| bad("d"))?,
+                seed: f[3].parse().map_err(|_| bad("seed"))?,
+                accuracy: f[4].parse().map_err(|_| bad("accuracy"))?,
+                loss: f[5].parse().map_err(|_| bad("loss"))?,
+                seconds: f[6].parse().map_err(|_| bad("cpu_seconds"))?,
+            });
+        }
+    }
+    if header {
+        Ok((comments, records))
+    } else {
+        Err("no header line".to_string())
+    }
+}
+
+/// The committed results of `cargo xtask recall`.
+pub const COMMITTED: &str = include_str!("../../../data/recall.tsv");
+
+/// The committed results, parsed.
+pub fn committed() -> (Vec<String>, Vec<Record>) {
+    parse_tsv(COMMITTED).expect("listings/data/recall.tsv is well formed")
+}
+
+/// The mean accuracy over seeds of one mixer at each number of pairs, in
+/// the order of [`PAIRS`].
+pub fn mean_accuracy(records: &[Record], mixer: Mixer) -> Vec<f64> {
+    PAIRS
+        .iter()
+        .map(|&n| {
+            let runs: Vec<f64> = records
+                .iter()
+                .filter(|r| r.mixer == mixer.name() && r.pairs == n)
+                .map(|r| r.accuracy)
+                .collect();
+            runs.iter().sum::<f64>() / runs.len() as f64
+        })
+        .collect()
+}

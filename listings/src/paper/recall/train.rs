@@ -1,0 +1,87 @@
+//! Training a recall model: batches of fresh sequences, the mean
+//! gradient, Adam; then the share of queries a fixed test set answers right.
+
+use crate::input::InputError;
+use crate::paper::recall::model::{Mixer, Params, Shape, Work, run_sequence};
+use crate::paper::recall::task::Sequence;
+use crate::paper::retrieval::adam::{Adam, Weights};
+use crate::random::seeded;
+
+/// How long and how a model trains.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub batch: usize,
+    pub steps: usize,
+    pub lr: f64,
+    /// Sequences in the test set the accuracy is measured on.
+    pub tests: usize,
+}
+
+/// One training run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Run {
+    pub mixer: Mixer,
+    pub shape: Shape,
+    pub seed: u64,
+    pub budget: Budget,
+}
+
+/// What a run ends with, on its test set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+    /// Share of the test set's queries answered right.
+    pub accuracy: f64,
+    /// Mean cross-entropy per query.
+    pub loss: f64,
+}
+
+/// The test sequences of a run: their own seed, never trained on.
+fn test_set(run: &Run) -> Vec<Sequence> {
+    let mut rng = seeded(run.seed.wrapping_add(1 << 40));
+    (0..run.budget.tests)
+        .map(|_| run.shape.task.sample(&mut rng))
+        .collect()
+}
+
+/// Accuracy and mean loss of `params` on `seqs`.
+pub fn evaluate(
+    run: &Run,
+    params: &Params<f32>,
+    seqs: &[Sequence],
+) -> Result<Outcome, InputError> {
+    let mut w = Work::default();
+    let (mut loss, mut correct) = (0.0f64, 0usize);
+    for s in seqs {
+        let scored =
+            run_sequence(run.mixer, run.shape, params, s, None, &mut w)?;
+        loss += f64::from(scored.loss);
+        correct += scored.correct;
+    }
+    let queries = (seqs.len() * run.shape.task.pairs) as f64;
+    Ok(Outcome {
+        accuracy: correct as f64 / queries,
+        loss: loss / queries,
+    })
+}
+
+// ANCHOR: train
+/// Train `run` in f32 and score it on its test set.
+pub fn train(run: &Run) -> Result<Outcome, InputError> {
+    run.shape.task.check()?;
+    let mut rng = seeded(run.seed);
+    let mut params: Params<f32> = Params::init(&mut rng, run.shape, run.mixer);
+    let mut adam = Adam::new(&params, run.budget.lr as f32);
+    let mut work = Work::default();
+    let scale = 1.0 / (run.budget.batch * run.shape.task.pairs) as f32;
+    for _ in 0..run.budget.steps {
+        let mut grad = params.zeros_like();
+        for _ in 0..run.budget.batch {
+            let seq = run.shape.task.sample(&mut rng);
+            let g = Some((&mut grad, scale));
+            run_sequence(run.mixer, run.shape, &params, &seq, g, &mut work)?;
+        }
+        adam.update(&mut params, &grad);
+    }
+    evaluate(run, &params, &test_set(run))
+}
+// ANCHOR_END: train
