@@ -302,6 +302,12 @@ pub const ALL: &[Output] = &[
         run: || crate::studies::chapter_editing().to_string(),
     },
     Output {
+        name: "after-recall",
+        run: || {
+            crate::paper::recall::sweep::RecallTable::committed().to_string()
+        },
+    },
+    Output {
         name: "after-fading",
         run: || {
             let [narrow, wide] = crate::studies::chapter_fading();

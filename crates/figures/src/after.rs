@@ -3,6 +3,8 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
+use listings::paper::recall::model::Mixer;
+use listings::paper::recall::sweep::{PAIRS, WIDTH, committed, mean_accuracy};
 use listings::studies::{chapter_editing, chapter_fading};
 use plotters::prelude::*;
 
@@ -85,3 +87,74 @@ pub fn after_editing() -> String {
 
 /// The bottom of the fading panel's axis.
 const FLOOR: f64 = 1e-3;
+
+/// The trained comparison, two panels: the share of test questions each
+/// one-layer model answers right against the number of pairs n in the
+/// sequence, at width d; and each rule's share minus the sum rule's. Means
+/// over the committed runs' seeds (`listings/data/recall.tsv`, made by
+/// `cargo xtask recall`).
+pub fn after_recall() -> String {
+    let (_, records) = committed();
+    let sum = mean_accuracy(&records, Mixer::Sum);
+    let line = |i: usize, mixer: Mixer, minus: Option<&[f64]>| Line {
+        name: mixer.name().to_string(),
+        style: i,
+        points: PAIRS
+            .iter()
+            .zip(mean_accuracy(&records, mixer))
+            .enumerate()
+            .map(|(j, (&n, a))| (n as f64, a - minus.map_or(0.0, |m| m[j])))
+            .collect(),
+    };
+    let all: Vec<Line> = Mixer::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| line(i, m, None))
+        .collect();
+    let rules: Vec<Line> = Mixer::ALL
+        .iter()
+        .enumerate()
+        .filter(|&(_, &m)| m != Mixer::Softmax)
+        .map(|(i, &m)| line(i, m, Some(&sum)))
+        .collect();
+    let gaps = rules.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let (low, high) =
+        gaps.fold((0.0f64, 0.0f64), |(lo, hi), g| (lo.min(g), hi.max(g)));
+    let x = (
+        PAIRS[0] as f64 / 1.3,
+        *PAIRS.last().expect("pairs") as f64 * 1.3,
+    );
+    let x_desc = format!("pairs in the sequence, n (d = {WIDTH})");
+    let top_axes = Axes {
+        x,
+        x_log: Some(2),
+        y: (0.0, 1.05),
+        y_log: 0,
+        x_desc: &x_desc,
+        y_desc: "share of questions answered right",
+    };
+    let pad = 0.1 * (high - low).max(0.05);
+    let bottom_axes = Axes {
+        x,
+        x_log: Some(2),
+        y: (low - pad, high + pad),
+        y_log: 0,
+        x_desc: &x_desc,
+        y_desc: "minus the sum rule's share",
+    };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (640, 760)).into_drawing_area();
+        let (top, bottom) = root.split_vertically(400);
+        panel(&top, &top_axes, &all, SeriesLabelPosition::LowerLeft);
+        panel(
+            &bottom,
+            &bottom_axes,
+            &rules,
+            SeriesLabelPosition::LowerLeft,
+        );
+        root.present().expect("drawing into a string cannot fail");
+    }
+    themeable(&svg)
+}

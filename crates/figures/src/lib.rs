@@ -106,6 +106,10 @@ pub const ALL: &[Figure] = &[
         name: "after-editing",
         render: after::after_editing,
     },
+    Figure {
+        name: "after-recall",
+        render: after::after_recall,
+    },
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

@@ -41,7 +41,8 @@ pub struct Line {
 }
 
 /// The axes of a panel: the range of each, and for a logarithmic axis the
-/// base whose powers are labelled (`None`: a linear axis of integers).
+/// base whose powers are labelled (x: `None`, a linear axis of integers;
+/// y: 0, a linear axis labelled in tenths, or hundredths if it is short).
 pub struct Axes<'s> {
     pub x: (f64, f64),
     pub x_log: Option<u32>,
@@ -60,6 +61,15 @@ pub fn panel(
     position: SeriesLabelPosition,
 ) {
     let (x, y) = (axes.x.0..axes.x.1, axes.y.0..axes.y.1);
+    if axes.y_log == 0 {
+        let base = axes.x_log.expect("a linear y axis goes with a log x axis");
+        let x = x.log_scale().base(base as f64);
+        let mut chart = frame(area).build_cartesian_2d(x, y).expect(OK);
+        let x_label = |v: &f64| format!("{v:.0}");
+        mesh(&mut chart, axes, 10, &x_label);
+        draw(&mut chart, lines, position);
+        return;
+    }
     let y = y.log_scale().base(axes.y_log as f64);
     match axes.x_log {
         Some(base) => {
@@ -136,7 +146,12 @@ fn mesh<'a, X, Y>(
         .x_labels(x_labels)
         .y_labels(10)
         .x_label_formatter(x_label)
-        .y_label_formatter(&|v| power_label(y_base, *v))
+        .y_label_formatter(&|v| match y_base {
+            // A linear axis: tenths, or hundredths on a short one.
+            0 if axes.y.1 - axes.y.0 < 0.5 => format!("{v:.2}"),
+            0 => format!("{v:.1}"),
+            base => power_label(base, *v),
+        })
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 15))
         .draw()

@@ -22,7 +22,7 @@ use num_traits::Float;
 /// use; every learned decay starts there too.
 pub const GAMMA: f64 = 0.99;
 
-// ANCHOR: mixer
+// ANCHOR: recall_mixer
 /// The layer that mixes tokens: one of the six rules W_t = W_{t−1} A_t +
 /// B_t, or softmax attention. Gates and write strengths are sigmoids of
 /// per-token pre-activations.
@@ -43,7 +43,7 @@ pub enum Mixer {
     /// y_t = Σ_{s ≤ t} softmax_s(q̃_t·k̃_s/√d) ṽ_s.
     Softmax,
 }
-// ANCHOR_END: mixer
+// ANCHOR_END: recall_mixer
 
 impl Mixer {
     pub const ALL: [Mixer; 7] = [
@@ -201,6 +201,25 @@ impl<F: Float> Weights<F> for Params<F> {
     }
 }
 
+/// A token's gates, σ(G[a] + G[b] + g): for the delta rule its write
+/// strength β_t, for the gated delta rule its decay then β_t.
+pub fn gates_of<F: Float>(
+    mixer: Mixer,
+    shape: Shape,
+    params: &Params<F>,
+    token: &Token,
+) -> Vec<F> {
+    let gates = mixer.gates(shape.d);
+    let mut z = vec![F::zero(); gates];
+    if gates > 0 {
+        gather(&params.g, gates, rows(&shape.task, token), &mut z);
+    }
+    z.iter()
+        .zip(&params.g_bias)
+        .map(|(&z, &b)| sigmoid(z + b))
+        .collect()
+}
+
 /// The table rows a token reads: its key symbol, and its value symbol
 /// (offset past the keys) when it shows one.
 fn rows(task: &Task, t: &Token) -> (usize, Option<usize>) {
@@ -277,7 +296,7 @@ pub struct Scored<F> {
     pub correct: usize,
 }
 
-// ANCHOR: coefficients
+// ANCHOR: recall_coefficients
 /// The rule's α_t (d entries), β_t and ω_t from its gates at token t.
 fn coefficients<F: Float>(mixer: Mixer, gate: &[F], alpha: &mut [F]) -> (F, F) {
     let (one, zero) = (F::one(), F::zero());
@@ -310,7 +329,7 @@ fn coefficients<F: Float>(mixer: Mixer, gate: &[F], alpha: &mut [F]) -> (F, F) {
         Mixer::Softmax => unreachable!("softmax has no transition"),
     }
 }
-// ANCHOR_END: coefficients
+// ANCHOR_END: recall_coefficients
 
 /// The gates' gradient from that of α_t, β_t and ω_t.
 fn coefficients_back<F: Float>(
@@ -551,7 +570,7 @@ pub fn run_sequence<F: Float>(
     Ok(out)
 }
 
-// ANCHOR: rule_forward
+// ANCHOR: recall_forward
 /// W_t = W_{t−1} diag(α_t) (I − β_t k_t k_tᵀ) + ω_t v_t k_tᵀ, written as
 /// U = W_{t−1} diag(α_t), then W_t = U + (ω_t v_t − β_t U k_t) k_tᵀ; the
 /// read y_t = W_t q_t at each query. Every W_t is kept for the backward
@@ -591,8 +610,9 @@ fn rule_forward<F: Float>(
         }
     }
 }
-// ANCHOR_END: rule_forward
+// ANCHOR_END: recall_forward
 
+// ANCHOR: recall_backward
 /// The gradients of every q_t, k_t, v_t and gate, from those of the
 /// reads, by running the recurrence backwards with G = ∂L/∂W_t.
 fn rule_backward<F: Float>(
@@ -662,6 +682,7 @@ fn rule_backward<F: Float>(
         coefficients_back(mixer, &d_alpha, d_beta, d_omega, dgate);
     }
 }
+// ANCHOR_END: recall_backward
 
 /// y += a x.
 fn axpy<F: Float>(a: F, x: &[F], y: &mut [F]) {

@@ -9,7 +9,7 @@ use crate::random::BookRng;
 use rand::Rng;
 use rand::seq::{IndexedRandom, SliceRandom};
 
-// ANCHOR: task
+// ANCHOR: recall_task
 /// The task's vocabulary and length: `keys` key symbols, `values` value
 /// symbols, `pairs` pairs shown (then as many queries).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl Task {
         }
     }
 }
-// ANCHOR_END: task
+// ANCHOR_END: recall_task
 
 #[cfg(test)]
 mod tests {

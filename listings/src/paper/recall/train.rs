@@ -36,7 +36,7 @@ pub struct Outcome {
 }
 
 /// The test sequences of a run: their own seed, never trained on.
-fn test_set(run: &Run) -> Vec<Sequence> {
+pub fn test_set(run: &Run) -> Vec<Sequence> {
     let mut rng = seeded(run.seed.wrapping_add(1 << 40));
     (0..run.budget.tests)
         .map(|_| run.shape.task.sample(&mut rng))
@@ -64,9 +64,15 @@ pub fn evaluate(
     })
 }
 
-// ANCHOR: train
+// ANCHOR: recall_train
 /// Train `run` in f32 and score it on its test set.
 pub fn train(run: &Run) -> Result<Outcome, InputError> {
+    let params = trained(run)?;
+    evaluate(run, &params, &test_set(run))
+}
+
+/// The weights `run` ends with.
+pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
     run.shape.task.check()?;
     let mut rng = seeded(run.seed);
     let mut params: Params<f32> = Params::init(&mut rng, run.shape, run.mixer);
@@ -82,6 +88,6 @@ pub fn train(run: &Run) -> Result<Outcome, InputError> {
         }
         adam.update(&mut params, &grad);
     }
-    evaluate(run, &params, &test_set(run))
+    Ok(params)
 }
-// ANCHOR_END: train
+// ANCHOR_END: recall_train
