@@ -159,6 +159,20 @@ impl<F: Float> Params<F> {
 }
 
 impl<F: Float> Params<F> {
+    /// Every weight passed through `f`.
+    pub fn map<G>(&self, f: impl Fn(F) -> G) -> Params<G> {
+        let m = |x: &Vec<F>| x.iter().map(|&x| f(x)).collect();
+        Params {
+            q: m(&self.q),
+            k: m(&self.k),
+            v: m(&self.v),
+            g: m(&self.g),
+            g_bias: m(&self.g_bias),
+            o: m(&self.o),
+            o_bias: m(&self.o_bias),
+        }
+    }
+
     /// The length of each tensor, in the order of `slices`, for this
     /// shape and mixer.
     fn sizes(&self, shape: Shape, mixer: Mixer) -> [usize; 7] {
@@ -188,16 +202,7 @@ impl<F: Float> Weights<F> for Params<F> {
     }
 
     fn zeros_like(&self) -> Self {
-        let z = |x: &Vec<F>| vec![F::zero(); x.len()];
-        Params {
-            q: z(&self.q),
-            k: z(&self.k),
-            v: z(&self.v),
-            g: z(&self.g),
-            g_bias: z(&self.g_bias),
-            o: z(&self.o),
-            o_bias: z(&self.o_bias),
-        }
+        self.map(|_| F::zero())
     }
 }
 
@@ -828,16 +833,7 @@ mod tests {
 
     /// The f64 weights rounded to f32.
     fn to_f32(p: &Params<f64>) -> Params<f32> {
-        let f = |x: &Vec<f64>| x.iter().map(|&x| x as f32).collect();
-        Params {
-            q: f(&p.q),
-            k: f(&p.k),
-            v: f(&p.v),
-            g: f(&p.g),
-            g_bias: f(&p.g_bias),
-            o: f(&p.o),
-            o_bias: f(&p.o_bias),
-        }
+        p.map(|x| x as f32)
     }
 
     #[test]
