@@ -26,6 +26,7 @@ pub mod paper;
 
 // Shared by every chapter.
 pub mod causal;
+pub mod data_file;
 pub mod input;
 pub mod linalg;
 pub mod measure;

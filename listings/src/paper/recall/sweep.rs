@@ -2,12 +2,12 @@
 //! one width; the plan, the data file `cargo xtask recall` writes, and
 //! reading it back.
 
+use crate::data_file;
 use crate::measure::thread_cpu_seconds;
 use crate::paper::recall::model::{Mixer, Shape};
 use crate::paper::recall::task::Task;
 use crate::paper::recall::train::{Budget, Outcome, Run, train};
 use crate::table::Table;
-use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -139,56 +139,33 @@ const HEADER: &str = "mixer\tpairs\td\tseed\taccuracy\tloss\tcpu_seconds";
 
 /// The data file: `#` comment lines (how it was made), a header, records.
 pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
-    let mut out = String::new();
-    for c in comments {
-        let _ = writeln!(out, "# {c}");
-    }
-    let _ = writeln!(out, "{HEADER}");
-    for r in records {
-        let _ = writeln!(
-            out,
+    let lines = records.iter().map(|r| {
+        format!(
             "{}\t{}\t{}\t{}\t{:.6}\t{:.6e}\t{:.1}",
             r.mixer, r.pairs, r.d, r.seed, r.accuracy, r.loss, r.seconds
-        );
-    }
-    out
+        )
+    });
+    data_file::write(comments, HEADER, lines)
 }
 
 /// Read the data file back: its comment lines and its records.
 pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
-    let mut comments = Vec::new();
-    let mut records = Vec::new();
-    let mut header = false;
-    for (i, line) in text.lines().enumerate() {
-        if let Some(c) = line.strip_prefix('#') {
-            comments.push(c.trim().to_string());
-        } else if !header {
-            if line != HEADER {
-                return Err(format!("line {}: expected `{HEADER}`", i + 1));
-            }
-            header = true;
-        } else if !line.trim().is_empty() {
-            let f: Vec<&str> = line.split('\t').collect();
-            let bad = |what: &str| format!("line {}: bad {what}", i + 1);
-            if f.len() != 7 {
-                return Err(bad("number of fields"));
-            }
-            records.push(Record {
-                mixer: f[0].to_string(),
-                pairs: f[1].parse().map_err(|_| bad("pairs"))?,
-                d: f[2].parse().map_err(|_| bad("d"))?,
-                seed: f[3].parse().map_err(|_| bad("seed"))?,
-                accuracy: f[4].parse().map_err(|_| bad("accuracy"))?,
-                loss: f[5].parse().map_err(|_| bad("loss"))?,
-                seconds: f[6].parse().map_err(|_| bad("cpu_seconds"))?,
-            });
-        }
-    }
-    if header {
-        Ok((comments, records))
-    } else {
-        Err("no header line".to_string())
-    }
+    let (comments, lines) = data_file::read(text, HEADER)?;
+    let records = lines
+        .iter()
+        .map(|f| {
+            Ok(Record {
+                mixer: f.fields[0].to_string(),
+                pairs: f.get(1, "pairs")?,
+                d: f.get(2, "d")?,
+                seed: f.get(3, "seed")?,
+                accuracy: f.get(4, "accuracy")?,
+                loss: f.get(5, "loss")?,
+                seconds: f.get(6, "cpu_seconds")?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((comments, records))
 }
 
 /// The committed results of `cargo xtask recall`.

@@ -5,6 +5,7 @@
 //! and writes `listings/data/retrieval.tsv`; the book reads that committed
 //! file while it builds, so building the book never retrains.
 
+use crate::data_file;
 use crate::measure::thread_cpu_seconds;
 use crate::paper::retrieval::fast::step_flops;
 use crate::paper::retrieval::model::{FwmPhi, Layer, Phi, Rule, Shape};
@@ -608,14 +609,8 @@ const HEADER: &str = "setting\tlayer\tn\td\tp\tseed\tbest_loss\tsteps\tstop";
 
 /// The data file: `#` comment lines (how it was made), a header, records.
 pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
-    let mut out = String::new();
-    for c in comments {
-        let _ = writeln!(out, "# {c}");
-    }
-    let _ = writeln!(out, "{HEADER}");
-    for r in records {
-        let _ = writeln!(
-            out,
+    let lines = records.iter().map(|r| {
+        format!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{:.6e}\t{}\t{}",
             r.setting,
             r.layer,
@@ -626,52 +621,31 @@ pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
             r.best_loss,
             r.steps,
             r.stop
-        );
-    }
-    out
+        )
+    });
+    data_file::write(comments, HEADER, lines)
 }
 
 /// Read the data file back: its comment lines and its records.
 pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
-    let mut comments = Vec::new();
-    let mut records = Vec::new();
-    let mut header = false;
-    for (i, line) in text.lines().enumerate() {
-        if let Some(c) = line.strip_prefix('#') {
-            comments.push(c.trim().to_string());
-        } else if !header {
-            if line != HEADER {
-                return Err(format!(
-                    "line {}: expected the header `{HEADER}`",
-                    i + 1
-                ));
-            }
-            header = true;
-        } else if !line.trim().is_empty() {
-            let f: Vec<&str> = line.split('\t').collect();
-            let bad =
-                |what: &str| format!("line {}: bad {what} in `{line}`", i + 1);
-            if f.len() != 9 {
-                return Err(bad("number of fields"));
-            }
-            records.push(Record {
-                setting: f[0].to_string(),
-                layer: f[1].to_string(),
-                n: f[2].parse().map_err(|_| bad("n"))?,
-                d: f[3].parse().map_err(|_| bad("d"))?,
-                p: f[4].parse().map_err(|_| bad("p"))?,
-                seed: f[5].parse().map_err(|_| bad("seed"))?,
-                best_loss: f[6].parse().map_err(|_| bad("loss"))?,
-                steps: f[7].parse().map_err(|_| bad("steps"))?,
-                stop: f[8].to_string(),
-            });
-        }
-    }
-    if header {
-        Ok((comments, records))
-    } else {
-        Err("no header line".to_string())
-    }
+    let (comments, lines) = data_file::read(text, HEADER)?;
+    let records = lines
+        .iter()
+        .map(|f| {
+            Ok(Record {
+                setting: f.fields[0].to_string(),
+                layer: f.fields[1].to_string(),
+                n: f.get(2, "n")?,
+                d: f.get(3, "d")?,
+                p: f.get(4, "p")?,
+                seed: f.get(5, "seed")?,
+                best_loss: f.get(6, "loss")?,
+                steps: f.get(7, "steps")?,
+                stop: f.fields[8].to_string(),
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((comments, records))
 }
 
 /// The committed results of `cargo xtask retrieval`.
