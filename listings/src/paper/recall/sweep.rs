@@ -193,7 +193,7 @@ pub fn mean_accuracy(records: &[Record], mixer: Mixer) -> Vec<f64> {
 }
 
 /// The committed comparison as the chapter prints it: each model's share
-/// of queries answered right at each number of pairs, the mean over the
+/// of test questions answered right at each number of pairs, the mean over the
 /// seeds, then how and where the runs were made.
 pub struct RecallTable {
     pub comments: Vec<String>,
@@ -211,7 +211,7 @@ impl std::fmt::Display for RecallTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "share of queries answered right, mean over seeds {SEEDS:?}; d = {WIDTH}, \
+            "share of test questions answered right, mean over seeds {SEEDS:?}; d = {WIDTH}, \
              {SYMBOLS} key and {SYMBOLS} value symbols"
         )?;
         let mut table = Table::new().left("model", 14).gap("  ");
