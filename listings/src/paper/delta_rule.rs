@@ -595,12 +595,39 @@ mod tests {
                 let k_bar = sum_normalise(&phi);
                 assert_relative_eq!(k_bar.sum(), 1.0, epsilon = 1e-12);
                 assert!(k_bar.iter().all(|&w| w >= 0.0));
+                // Weights that sum to one: ‖k̄‖² ≤ 1, below 1 unless one-hot.
+                assert!(k_bar.dot(&k_bar) < 1.0, "seed {seed}");
                 // Scaling φ(k) changes nothing: only its direction counts.
                 assert_relative_eq!(
                     sum_normalise(&(&phi * 7.5)),
                     k_bar,
                     max_relative = 1e-12
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_sum_normalised_key_has_unit_length_only_when_one_hot() {
+        // ‖k̄‖² = Σ w_i² ≤ (Σ w_i)² = 1 for weights w_i ≥ 0, with equality
+        // only when one weight is 1: over random supports of 1 to p entries.
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            for p in [1, 2, 8, 64] {
+                let x = randn(&mut rng, 1, p).row(0).mapv(f64::abs);
+                for support in 1..=p.min(5) {
+                    let mut phi = Array1::zeros(p);
+                    for i in 0..support {
+                        phi[(i * 7 + seed as usize) % p] = x[i] + 0.1;
+                    }
+                    let k_bar = sum_normalise(&phi);
+                    let n2 = k_bar.dot(&k_bar);
+                    if support == 1 {
+                        assert_eq!(n2, 1.0, "one-hot, p {p}");
+                    } else {
+                        assert!(n2 < 1.0 - 1e-6, "p {p}, support {support}");
+                    }
+                }
             }
         }
     }
@@ -919,13 +946,20 @@ mod tests {
 
     #[test]
     fn a_delta_write_moves_the_read_beta_times_norm_squared_of_the_way() {
-        // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key.
+        // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key:
+        // sum-normalised, raw Gaussian, and long (‖k‖² up to about 50).
         for seed in 0..10 {
-            for (p, m) in [(1, 1), (8, 3), (48, 16)] {
+            for (p, m, key) in
+                [(1, 1, 0), (8, 3, 0), (48, 16, 0), (8, 3, 1), (48, 16, 2)]
+            {
                 let mut rng = seeded(seed);
                 let mut w = randn(&mut rng, m, p);
-                let k =
-                    sum_normalise(&elu_plus_one(&randn(&mut rng, 1, p)).row(0));
+                let raw = randn(&mut rng, 1, p).row(0).to_owned();
+                let k = match key {
+                    0 => sum_normalise(&elu_plus_one(&raw)),
+                    1 => raw,
+                    _ => elu_plus_one(&raw),
+                };
                 let v = randn(&mut rng, 1, m).row(0).to_owned();
                 for beta in BETAS {
                     let before = w.clone();
@@ -1409,6 +1443,27 @@ mod tests {
             assert!(
                 msg.contains("q is [12, 4]") && msg.contains("k is [12, 3]")
             );
+            // One key per query, one value per key, nothing empty or
+            // infinite.
+            let fewer = k.slice(s![..11, ..]).to_owned();
+            let msg = run(&q, &fewer, &beta);
+            assert!(msg.contains("k is [11, 4]"), "{msg}");
+            let values = v.slice(s![..11, ..]).to_owned();
+            let msg = match c {
+                None => delta_rule_recurrent(&q, &k, &values, &beta),
+                Some(c) => delta_rule_chunkwise(&q, &k, &values, &beta, c),
+            }
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(msg.contains("v is [11, 3]"), "{msg}");
+            let none = Array2::<f64>::zeros((0, 4));
+            let msg = run(&none, &none, &Array1::zeros(0));
+            assert!(msg.starts_with("empty input"), "{msg}");
+            let mut inf = k.clone();
+            inf[[5, 2]] = f64::INFINITY;
+            let msg = run(&q, &inf, &beta);
+            assert!(msg.contains("inf in k at [5, 2]"), "{msg}");
         }
     }
 
