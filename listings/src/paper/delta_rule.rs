@@ -767,6 +767,45 @@ mod tests {
     }
 
     #[test]
+    fn at_beta_norm_squared_one_the_write_projects_onto_the_matrices_that_map_the_key_to_the_value()
+     {
+        // W' k̄ = v exactly, and the change W' − W is orthogonal (in the
+        // Frobenius inner product) to every X with X k̄ = 0: it is the
+        // orthogonal projection of W onto {W : W k̄ = v}.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                let mut written = w.clone();
+                delta_rule_step(&mut written, &k, &v, 1.0 / k.dot(&k));
+                assert_relative_eq!(
+                    written.dot(&k),
+                    v,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                let change = &written - &w;
+                for s in 0..3 {
+                    // X = a uᵀ with u ⊥ k̄ maps k̄ to 0.
+                    let a = randn(&mut seeded(seed + 50 + s), 1, m)
+                        .row(0)
+                        .to_owned();
+                    let u = orthogonal_to(&k, seed + s);
+                    let inner = a.dot(&change.dot(&u));
+                    let scale = crate::linalg::norm(&a)
+                        * change.mapv(|x| x * x).sum().sqrt()
+                        * crate::linalg::norm(&u);
+                    assert!(
+                        inner.abs() <= 1e-10 * scale.max(1e-300),
+                        "{inner}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_regression_gradient_matches_central_differences() {
         let h = 1e-6;
         for seed in 0..5 {
@@ -1469,7 +1508,18 @@ mod tests {
 
     #[test]
     fn appendix_a_study_shows_the_contrast_at_every_beta() {
-        let rows = appendix_a_study(&BETAS, 0);
+        // The printed study, then more β and seeds.
+        let printed_betas = [0.0, 0.3, 0.7, 1.0];
+        let printed = (crate::outputs::find("delta-appendix-a").unwrap().run)();
+        let table = AppendixATable(appendix_a_study(&printed_betas, 0));
+        assert_eq!(printed, table.to_string(), "the output runs this study");
+        let mut rows = table.0;
+        for seed in 0..5 {
+            rows.extend(appendix_a_study(&BETAS, seed));
+        }
+        for pair in rows[..printed_betas.len()].windows(2) {
+            assert!(pair[1].gated_unrelated > pair[0].gated_unrelated);
+        }
         for r in rows {
             assert!(r.delta_rewritten < 1e-12 && r.delta_unrelated < 1e-12);
             assert!(r.gated_rewritten < 1e-12);
@@ -1481,6 +1531,13 @@ mod tests {
 
     #[test]
     fn chunkwise_study_agrees_to_rounding() {
+        // The printed cases, and a few more.
+        let cases = [(1, 1), (7, 3), (64, 16), (100, 16), (257, 64)];
+        let printed = (crate::outputs::find("delta-chunkwise").unwrap().run)();
+        let rows = chunkwise_study(&cases, 3);
+        let table = ChunkTable { seeds: 3, rows };
+        assert_eq!(printed, table.to_string(), "the output runs this study");
+        assert!(table.rows.iter().all(|r| r.difference < 1e-10));
         let rows = chunkwise_study(&[(1, 1), (100, 7), (100, 100)], 2);
         assert!(rows.iter().all(|r| r.difference < 1e-10));
     }
