@@ -427,6 +427,108 @@ mod tests {
     }
 
     #[test]
+    fn past_d_keys_gram_schmidt_leaves_nothing_of_a_new_direction() {
+        // A direction with its components along d orthonormal keys removed
+        // is zero: there is no (d+1)-th. With d − 1 keys something is left.
+        for seed in 0..10 {
+            for d in [1, 2, 8, 16, 33] {
+                let mut rng = seeded(seed);
+                let keys = orthonormal_keys(&mut rng, d, d);
+                let x = randn(&mut rng, 1, d).row(0).to_owned();
+                let left = |basis: ndarray::ArrayView2<f64>| {
+                    let mut r = x.clone();
+                    for b in basis.rows() {
+                        r = &r - &(&b * x.dot(&b));
+                    }
+                    norm(&r) / norm(&x)
+                };
+                assert!(left(keys.view()) < 1e-12, "seed {seed}, d {d}");
+                let fewer = left(keys.slice(s![..d - 1, ..]));
+                assert!(fewer > 1e-6, "seed {seed}, d {d}: {fewer}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_floor_is_reached_by_d_orthonormal_keys_and_zero_keys() {
+        // d orthonormal keys and n − d zero keys: total error exactly n − d;
+        // the zero keys store nothing (the memory is that of the first d)
+        // and read back nothing.
+        for seed in 0..10 {
+            for (d, n) in [(1, 2), (2, 5), (8, 12), (16, 48)] {
+                let mut rng = seeded(seed);
+                let mut keys = Array2::zeros((n, d));
+                keys.slice_mut(s![..d, ..])
+                    .assign(&orthonormal_keys(&mut rng, d, d));
+                let total = one_hot_total_error(&keys);
+                assert_relative_eq!(total, (n - d) as f64, epsilon = 1e-9);
+                let values = randn(&mut rng, n, 3);
+                let all = sequence_memory(&keys, &values).s;
+                let first = sequence_memory(
+                    &keys.slice(s![..d, ..]),
+                    &values.slice(s![..d, ..]),
+                )
+                .s;
+                assert_eq!(all, first, "seed {seed}: zero keys store nothing");
+                let reads = keys.dot(&all.t());
+                for i in d..n {
+                    assert!(reads.row(i).iter().all(|&r| r == 0.0));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_unit_key_overlaps_have_mean_zero_and_variance_one_over_d() {
+        for d in [4, 16, 64] {
+            let mut rng = seeded(d as u64);
+            let (a, b) = (20_000, 2);
+            let keys = unit_rows(&randn(&mut rng, a * b, d));
+            let overlaps: Vec<f64> = (0..a)
+                .map(|i| keys.row(2 * i).dot(&keys.row(2 * i + 1)))
+                .collect();
+            let mean = overlaps.iter().sum::<f64>() / a as f64;
+            let var = overlaps.iter().map(|c| (c - mean).powi(2)).sum::<f64>()
+                / (a - 1) as f64;
+            let sd = (1.0 / d as f64).sqrt();
+            assert!(mean.abs() < 4.0 * sd / (a as f64).sqrt(), "d {d}: {mean}");
+            assert!((var * d as f64 - 1.0).abs() < 0.05, "d {d}: {var}");
+        }
+    }
+
+    #[test]
+    fn a_wider_key_space_lowers_the_curve_and_the_error_follows_n_minus_1_over_d()
+     {
+        // At the same n, d = 64 reads better than d = 16; at the same
+        // (n − 1)/d the two widths read alike.
+        let ns = [2, 5, 9, 17, 33];
+        let narrow = crosstalk_study(16, &ns, 10);
+        let wide_same_n = crosstalk_study(64, &ns, 10);
+        let scaled: Vec<usize> = ns.iter().map(|n| 4 * (n - 1) + 1).collect();
+        let wide_same_ratio = crosstalk_study(64, &scaled, 10);
+        for i in 0..ns.len() {
+            let (a, b, c) = (&narrow[i], &wide_same_n[i], &wide_same_ratio[i]);
+            assert!(b.rms_error < a.rms_error, "n {}", a.n);
+            let ratio = c.rms_error / a.rms_error;
+            assert!((0.9..1.1).contains(&ratio), "n {}: {ratio}", a.n);
+        }
+    }
+
+    #[test]
+    fn orthonormal_then_random_keys_climb_towards_the_random_ones() {
+        // The chapter's output, d = 16, 10 seeds: past d the orthonormal-
+        // while-they-fit error grows with n, stays below the random keys'
+        // and the gap between them shrinks.
+        let rows = crosstalk_study(16, &[17, 24, 32, 64], 10);
+        for pair in rows.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(b.rms_error_orthonormal > a.rms_error_orthonormal);
+            let gap = |r: &CrosstalkRow| r.rms_error - r.rms_error_orthonormal;
+            assert!(gap(a) > 0.0 && gap(b) < gap(a), "n {}", b.n);
+        }
+    }
+
+    #[test]
     fn bad_input_is_an_error_naming_the_problem() {
         let keys = randn(&mut seeded(0), 5, 4);
         let values = randn(&mut seeded(1), 6, 3);

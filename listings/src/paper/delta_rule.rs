@@ -595,12 +595,39 @@ mod tests {
                 let k_bar = sum_normalise(&phi);
                 assert_relative_eq!(k_bar.sum(), 1.0, epsilon = 1e-12);
                 assert!(k_bar.iter().all(|&w| w >= 0.0));
+                // Weights that sum to one: ‖k̄‖² ≤ 1, below 1 unless one-hot.
+                assert!(k_bar.dot(&k_bar) < 1.0, "seed {seed}");
                 // Scaling φ(k) changes nothing: only its direction counts.
                 assert_relative_eq!(
                     sum_normalise(&(&phi * 7.5)),
                     k_bar,
                     max_relative = 1e-12
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_sum_normalised_key_has_unit_length_only_when_one_hot() {
+        // ‖k̄‖² = Σ w_i² ≤ (Σ w_i)² = 1 for weights w_i ≥ 0, with equality
+        // only when one weight is 1: over random supports of 1 to p entries.
+        for seed in 0..10 {
+            let mut rng = seeded(seed);
+            for p in [1, 2, 8, 64] {
+                let x = randn(&mut rng, 1, p).row(0).mapv(f64::abs);
+                for support in 1..=p.min(5) {
+                    let mut phi = Array1::zeros(p);
+                    for i in 0..support {
+                        phi[(i * 7 + seed as usize) % p] = x[i] + 0.1;
+                    }
+                    let k_bar = sum_normalise(&phi);
+                    let n2 = k_bar.dot(&k_bar);
+                    if support == 1 {
+                        assert_eq!(n2, 1.0, "one-hot, p {p}");
+                    } else {
+                        assert!(n2 < 1.0 - 1e-6, "p {p}, support {support}");
+                    }
+                }
             }
         }
     }
@@ -737,6 +764,45 @@ mod tests {
         };
         let v = randn(&mut rng, 1, m).row(0).to_owned();
         (w, k, v)
+    }
+
+    #[test]
+    fn at_beta_norm_squared_one_the_write_projects_onto_the_matrices_that_map_the_key_to_the_value()
+     {
+        // W' k̄ = v exactly, and the change W' − W is orthogonal (in the
+        // Frobenius inner product) to every X with X k̄ = 0: it is the
+        // orthogonal projection of W onto {W : W k̄ = v}.
+        for seed in 0..10 {
+            for (m, p, normalised) in
+                [(1, 1, true), (4, 8, false), (6, 5, true)]
+            {
+                let (w, k, v) = association(seed, m, p, normalised);
+                let mut written = w.clone();
+                delta_rule_step(&mut written, &k, &v, 1.0 / k.dot(&k));
+                assert_relative_eq!(
+                    written.dot(&k),
+                    v,
+                    max_relative = 1e-10,
+                    epsilon = 1e-12
+                );
+                let change = &written - &w;
+                for s in 0..3 {
+                    // X = a uᵀ with u ⊥ k̄ maps k̄ to 0.
+                    let a = randn(&mut seeded(seed + 50 + s), 1, m)
+                        .row(0)
+                        .to_owned();
+                    let u = orthogonal_to(&k, seed + s);
+                    let inner = a.dot(&change.dot(&u));
+                    let scale = crate::linalg::norm(&a)
+                        * change.mapv(|x| x * x).sum().sqrt()
+                        * crate::linalg::norm(&u);
+                    assert!(
+                        inner.abs() <= 1e-10 * scale.max(1e-300),
+                        "{inner}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -919,13 +985,20 @@ mod tests {
 
     #[test]
     fn a_delta_write_moves_the_read_beta_times_norm_squared_of_the_way() {
-        // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key.
+        // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key:
+        // sum-normalised, raw Gaussian, and long (‖k‖² up to about 50).
         for seed in 0..10 {
-            for (p, m) in [(1, 1), (8, 3), (48, 16)] {
+            for (p, m, key) in
+                [(1, 1, 0), (8, 3, 0), (48, 16, 0), (8, 3, 1), (48, 16, 2)]
+            {
                 let mut rng = seeded(seed);
                 let mut w = randn(&mut rng, m, p);
-                let k =
-                    sum_normalise(&elu_plus_one(&randn(&mut rng, 1, p)).row(0));
+                let raw = randn(&mut rng, 1, p).row(0).to_owned();
+                let k = match key {
+                    0 => sum_normalise(&elu_plus_one(&raw)),
+                    1 => raw,
+                    _ => elu_plus_one(&raw),
+                };
                 let v = randn(&mut rng, 1, m).row(0).to_owned();
                 for beta in BETAS {
                     let before = w.clone();
@@ -1409,12 +1482,44 @@ mod tests {
             assert!(
                 msg.contains("q is [12, 4]") && msg.contains("k is [12, 3]")
             );
+            // One key per query, one value per key, nothing empty or
+            // infinite.
+            let fewer = k.slice(s![..11, ..]).to_owned();
+            let msg = run(&q, &fewer, &beta);
+            assert!(msg.contains("k is [11, 4]"), "{msg}");
+            let values = v.slice(s![..11, ..]).to_owned();
+            let msg = match c {
+                None => delta_rule_recurrent(&q, &k, &values, &beta),
+                Some(c) => delta_rule_chunkwise(&q, &k, &values, &beta, c),
+            }
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(msg.contains("v is [11, 3]"), "{msg}");
+            let none = Array2::<f64>::zeros((0, 4));
+            let msg = run(&none, &none, &Array1::zeros(0));
+            assert!(msg.starts_with("empty input"), "{msg}");
+            let mut inf = k.clone();
+            inf[[5, 2]] = f64::INFINITY;
+            let msg = run(&q, &inf, &beta);
+            assert!(msg.contains("inf in k at [5, 2]"), "{msg}");
         }
     }
 
     #[test]
     fn appendix_a_study_shows_the_contrast_at_every_beta() {
-        let rows = appendix_a_study(&BETAS, 0);
+        // The printed study, then more β and seeds.
+        let printed_betas = [0.0, 0.3, 0.7, 1.0];
+        let printed = (crate::outputs::find("delta-appendix-a").unwrap().run)();
+        let table = AppendixATable(appendix_a_study(&printed_betas, 0));
+        assert_eq!(printed, table.to_string(), "the output runs this study");
+        let mut rows = table.0;
+        for seed in 0..5 {
+            rows.extend(appendix_a_study(&BETAS, seed));
+        }
+        for pair in rows[..printed_betas.len()].windows(2) {
+            assert!(pair[1].gated_unrelated > pair[0].gated_unrelated);
+        }
         for r in rows {
             assert!(r.delta_rewritten < 1e-12 && r.delta_unrelated < 1e-12);
             assert!(r.gated_rewritten < 1e-12);
@@ -1426,6 +1531,13 @@ mod tests {
 
     #[test]
     fn chunkwise_study_agrees_to_rounding() {
+        // The printed cases, and a few more.
+        let cases = [(1, 1), (7, 3), (64, 16), (100, 16), (257, 64)];
+        let printed = (crate::outputs::find("delta-chunkwise").unwrap().run)();
+        let rows = chunkwise_study(&cases, 3);
+        let table = ChunkTable { seeds: 3, rows };
+        assert_eq!(printed, table.to_string(), "the output runs this study");
+        assert!(table.rows.iter().all(|r| r.difference < 1e-10));
         let rows = chunkwise_study(&[(1, 1), (100, 7), (100, 100)], 2);
         assert!(rows.iter().all(|r| r.difference < 1e-10));
     }

@@ -287,6 +287,22 @@ mod tests {
     }
 
     #[test]
+    fn the_printed_study_is_rounding_then_far_from_zero_at_every_length() {
+        // The chapter's output, as printed: its first two columns are
+        // rounding and its last is far from zero, at every length it shows.
+        let (lengths, seeds) = ([1, 12, 100, 300], 3);
+        let rows = equivalence_study(&lengths, seeds);
+        let printed = (crate::outputs::find("fwp-equivalence").unwrap().run)();
+        let table = EquivalenceTable { seeds, rows };
+        assert_eq!(printed, table.to_string(), "the output runs this study");
+        for r in &table.rows {
+            assert!(r.unnormalised < 1e-12, "N {}: {:e}", r.n, r.unnormalised);
+            assert!(r.normalised < 1e-12, "N {}: {:e}", r.n, r.normalised);
+            assert!(r.with_tanh > 0.05, "N {}: {}", r.n, r.with_tanh);
+        }
+    }
+
+    #[test]
     fn bad_input_is_an_error_naming_the_problem() {
         let (x, slow) = random_programmer(0, 5);
         let Qkv { q, k, v } = slow.project(&x).unwrap();

@@ -937,6 +937,21 @@ mod tests {
             done.push(record(r.shape.n, r.seed, false));
         }
         assert_eq!(extra, vec![(80, 2), (80, 3), (100, 2), (100, 3)]);
+        // A lane that solves every size stops at n = 600, then trains the
+        // other seeds at 600 alone.
+        let mut done = Vec::new();
+        while let Some(r) = next_run(layer, Setting::Distinct, &done) {
+            done.push(record(r.shape.n, r.seed, true));
+        }
+        let first: Vec<usize> =
+            done.iter().filter(|r| r.seed == 1).map(|r| r.n).collect();
+        assert_eq!(first, (1..=30).map(|i| 20 * i).collect::<Vec<_>>());
+        let rest: Vec<(usize, u64)> = done
+            .iter()
+            .filter(|r| r.seed != 1)
+            .map(|r| (r.n, r.seed))
+            .collect();
+        assert_eq!(rest, vec![(600, 2), (600, 3)]);
     }
 
     #[test]
@@ -1171,6 +1186,9 @@ mod tests {
     #[test]
     fn favor_plus_solves_no_size_as_in_the_paper() {
         let favor = Layer::Linear(Phi::Favor(D), Rule::Sum);
+        // As wide as DPFP-1.
+        let dpfp1 = Layer::Linear(Phi::Dpfp(1), Rule::Sum);
+        assert_eq!(favor.width(D), dpfp1.width(D));
         let runs = data();
         let ours = series(&runs, Setting::Distinct, &favor.name());
         assert!(!ours.is_empty() && ours.iter().all(|r| !r.solved()));
@@ -1208,15 +1226,28 @@ mod tests {
             assert!(cap(layer) <= best, "{}", layer.name());
         }
         // Some run below its capacity did not converge, in ours and in the
-        // paper's logs alike.
-        assert!(softmax.iter().any(|r| r.n < best && !r.solved()));
+        // paper's logs alike, and only among the largest sizes: every such
+        // run lies in the upper half of the sizes it solves.
+        let plateaued: Vec<usize> = softmax
+            .iter()
+            .filter(|r| r.n < best && !r.solved())
+            .map(|r| r.n)
+            .collect();
+        assert!(!plateaued.is_empty());
+        assert!(plateaued.iter().all(|&n| 2 * n > best), "{plateaued:?}");
         let paper_best = paper_capacity(Setting::Distinct, "softmax").unwrap();
-        assert!(paper_runs().iter().any(|r| {
-            r.setting == Setting::Distinct
-                && r.layer == "softmax"
-                && r.n < paper_best
-                && !r.solved
-        }));
+        let paper: Vec<usize> = paper_runs()
+            .iter()
+            .filter(|r| {
+                r.setting == Setting::Distinct
+                    && r.layer == "softmax"
+                    && r.n < paper_best
+                    && !r.solved
+            })
+            .map(|r| r.n)
+            .collect();
+        assert!(!paper.is_empty());
+        assert!(paper.iter().all(|&n| 2 * n > paper_best), "{paper:?}");
     }
 
     #[test]
@@ -1251,6 +1282,7 @@ mod tests {
             return;
         }
         let runs = data();
+        let mut retrained = Vec::new();
         for (layer, setting) in lanes() {
             let name = layer.name();
             let first = &series(&runs, setting, &name)[0];
@@ -1258,18 +1290,33 @@ mod tests {
             if first.steps > 1000 {
                 continue;
             }
+            retrained.push(setting);
             let outcome =
                 train_fast(&run(layer, setting, first.n, 1), |_, _| {});
             let again = Record::new(&run(layer, setting, first.n, 1), &outcome);
             // As the data file writes it: the loss to seven digits.
             assert_eq!(to_tsv(&[], &[again]), to_tsv(&[], &[(*first).clone()]));
         }
+        // Not an empty check: most lanes, and some of each setting.
+        assert!(2 * retrained.len() > lanes().len(), "{retrained:?}");
+        for setting in [Setting::Distinct, Setting::Repeated] {
+            assert!(retrained.contains(&setting), "{setting:?}");
+        }
     }
 
     #[test]
     fn committed_results_record_how_they_were_made() {
         let (comments, _) = committed();
-        assert!(comments.iter().any(|c| c.starts_with("Machine:")));
+        // Where, and in how long: "Machine: … ; M minutes wall clock, …".
+        let machine = comments.iter().find(|c| c.starts_with("Machine:"));
+        let took = machine.and_then(|c| c.split("; ").nth(1)).unwrap_or("");
+        let minutes =
+            took.split(' ').next().and_then(|m| m.parse::<f64>().ok());
+        assert!(
+            minutes.is_some_and(|m| m > 0.0)
+                && took.contains("minutes wall clock"),
+            "{machine:?}"
+        );
         assert!(comments.iter().any(|c| c.starts_with("Date:")));
         // Rerun it after changing the budget, too.
         assert!(comments.contains(&budget_line()), "{comments:?}");
