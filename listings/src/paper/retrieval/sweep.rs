@@ -261,6 +261,17 @@ pub fn runs_left(layer: Layer, setting: Setting, done: &[Record]) -> Vec<Run> {
 /// Setting 2 lanes become one job per size up front, a Setting 1 lane's
 /// boundary seeds become jobs when its sweep ends. `progress(record,
 /// jobs_open, timing)` is called as each run finishes.
+/// The job of the queue predicted to cost most, taken out of it: each
+/// thread of [`run_lanes`] takes that one next.
+pub fn take_costliest(
+    queue: &mut Vec<Job>,
+    cost: impl Fn(&Job) -> f64,
+) -> Option<Job> {
+    let at = (0..queue.len())
+        .max_by(|&a, &b| cost(&queue[a]).total_cmp(&cost(&queue[b])))?;
+    Some(queue.swap_remove(at))
+}
+
 pub fn run_lanes(
     lanes: &[(Layer, Setting)],
     threads: usize,
@@ -303,13 +314,7 @@ pub fn run_lanes(
         st.records.push(record.clone());
         record
     };
-    // The costliest job in the queue, taken out.
-    let take = |st: &mut State| {
-        let at = (0..st.queue.len()).max_by(|&a, &b| {
-            cost(&st.queue[a]).total_cmp(&cost(&st.queue[b]))
-        })?;
-        Some(st.queue.swap_remove(at))
-    };
+    let take = |st: &mut State| take_costliest(&mut st.queue, &cost);
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
@@ -915,6 +920,33 @@ mod tests {
             },
         };
         Record::new(&run(layer, Setting::Distinct, n, seed), &outcome)
+    }
+
+    #[test]
+    fn each_thread_takes_the_job_predicted_to_cost_most_first() {
+        let layer = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
+        let jobs: Vec<Job> = [40, 100, 20, 80, 60]
+            .map(|n| Job::Run(run(layer, Setting::Repeated, n, 1)))
+            .into();
+        let size = |j: &Job| match j {
+            Job::Run(r) => r.shape.n as f64,
+            Job::Lane(..) => 1e9,
+        };
+        // Cost by size, then by the opposite: the order follows the cost.
+        for (cost, want) in
+            [(1.0, [100, 80, 60, 40, 20]), (-1.0, [20, 40, 60, 80, 100])]
+        {
+            let mut queue = jobs.clone();
+            let mut order = Vec::new();
+            while let Some(j) = take_costliest(&mut queue, |j| cost * size(j)) {
+                order.push(size(&j) as usize);
+            }
+            assert_eq!(order, want);
+        }
+        let mut queue = jobs.clone();
+        queue.push(Job::Lane(layer, Setting::Distinct));
+        let first = take_costliest(&mut queue, size);
+        assert!(matches!(first, Some(Job::Lane(..))));
     }
 
     #[test]
