@@ -40,9 +40,10 @@ pub enum Timed {
 
 /// Floating-point operations of one call of a form (a multiply-add counts
 /// two), counting every product it computes, the masked half of a score
-/// block included: N tokens, p features, m value entries, chunks of c.
-/// Small terms (normalisers, masks, sums of rows, the scaling by β) are
-/// left out. A chunkwise form's last chunk may be shorter than c.
+/// block included (the tiled softmax: its useful work only), N tokens, p
+/// features, m value entries, chunks of c: what the f32 forms tally under
+/// test. Small terms (normalisers, masks, sums of rows, the scaling by β)
+/// are left out. A chunkwise form's last chunk may be shorter than c.
 pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
     let c = c.clamp(1, n.max(1));
     let (full, last) = (n / c, n % c);
@@ -850,34 +851,64 @@ mod tests {
     }
 
     #[test]
-    fn the_arithmetic_counts_are_the_operations_the_chunkwise_forms_perform() {
+    fn the_arithmetic_counts_are_the_operations_each_form_performs() {
         use crate::fast::counted::ops;
-        use crate::fast::{
-            delta_rule_chunkwise_f32, linear_attention_chunkwise_f32,
-        };
+        use crate::fast::*;
+        use Timed::*;
         // (seed, N, p, m, C): whole chunks, a short last chunk, C = 1,
-        // C past N, p ≠ m.
+        // C past N, p ≠ m, m not a multiple of the recurrences' row block.
         let shapes = [
             (1, 64, 8, 8, 16),
             (2, 50, 16, 8, 7),
             (3, 33, 4, 12, 64),
             (4, 40, 12, 20, 1),
             (5, 97, 32, 16, 32),
+            (6, 21, 8, 35, 5),
         ];
         for (seed, n, p, m, c) in shapes {
             let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
             let beta = ndarray::Array1::<f32>::from_elem(n, 0.5);
-            let (out, linear) =
-                ops(|| linear_attention_chunkwise_f32(&q, &k, &v, c));
-            out.expect("valid inputs");
-            let (out, delta) =
-                ops(|| delta_rule_chunkwise_f32(&q, &k, &v, &beta, c));
-            out.expect("valid inputs");
             let shape = format!("N {n}, p {p}, m {m}, C {c}");
-            let want = arithmetic(Timed::Chunkwise, n, p, m, c);
-            assert_eq!(linear as f64, want, "linear attention, {shape}");
-            let want = arithmetic(Timed::DeltaChunkwise, n, p, m, c);
-            assert_eq!(delta as f64, want, "delta rule, {shape}");
+            let count = |form, (out, ops): (Result<_, _>, usize)| {
+                let _: ndarray::Array2<f32> = out.expect("valid inputs");
+                let want = arithmetic(form, n, p, m, c);
+                assert_eq!(ops as f64, want, "{form:?}, {shape}");
+            };
+            let (q, k, v) = (&q, &k, &v);
+            count(Recurrent, ops(|| linear_attention_recurrent_f32(q, k, v)));
+            count(
+                Chunkwise,
+                ops(|| linear_attention_chunkwise_f32(q, k, v, c)),
+            );
+            let delta = || delta_rule_recurrent_f32(q, k, v, &beta);
+            count(DeltaRecurrent, ops(delta));
+            let delta = || delta_rule_chunkwise_f32(q, k, v, &beta, c);
+            count(DeltaChunkwise, ops(delta));
+            count(Softmax, ops(|| softmax_attention_causal_f32(q, k, v)));
+            count(Parallel, ops(|| linear_attention_parallel_f32(q, k, v)));
+            let first = || linear_attention_scores_first_f32(q, k, v);
+            count(ScoresFirst, ops(first));
+            count(
+                MemoryFirst,
+                ops(|| linear_attention_memory_first_f32(q, k, v)),
+            );
+            // The tiled form's count is its useful work: what it performs
+            // with blocks of one query × one key, which mask nothing.
+            let one = || softmax_attention_blocks_f32(q, k, v, 1, 1);
+            count(SoftmaxTiled, ops(one));
+            // Larger blocks also compute the masked part of the blocks on
+            // the diagonal, at most one block of scores per block of
+            // queries, and skip every block above it.
+            for (b_q, b_k) in [(4, 8), (8, 8), (16, 64)] {
+                let tiled = || softmax_attention_blocks_f32(q, k, v, b_q, b_k);
+                let (out, done) = ops(tiled);
+                out.expect("valid inputs");
+                let useful = arithmetic(SoftmaxTiled, n, p, m, c);
+                let blocks = n.div_ceil(b_q) as f64;
+                let masked = blocks * (b_q * b_k * 2 * (p + m)) as f64;
+                let done = done as f64;
+                assert!(useful <= done && done <= useful + masked, "{shape}");
+            }
         }
     }
 
