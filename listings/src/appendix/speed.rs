@@ -913,6 +913,32 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_costs_c_times_p_plus_m_plus_2mp_multiply_adds_per_token() {
+        // Part I's estimate for the chunkwise schedule of linear attention,
+        // on the f32 form that performs it (tested equal to the book's),
+        // with every product counted as it runs: N a multiple of C.
+        use crate::fast::counted::ops;
+        for (seed, p, m, c) in [(1, 8, 8, 4), (2, 16, 8, 16), (3, 4, 12, 1)] {
+            let mut per_token = Vec::new();
+            for chunks in [1, 3, 8] {
+                let n = chunks * c;
+                let [q, k, v] =
+                    random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+                let (out, done) =
+                    ops(|| linear_attention_chunkwise_f32(&q, &k, &v, c));
+                out.expect("valid inputs");
+                let multiply_adds = done as f64 / 2.0 / n as f64;
+                let want = (c * (p + m) + 2 * m * p) as f64;
+                assert_eq!(multiply_adds, want, "N {n}, p {p}, m {m}, C {c}");
+                per_token.push(multiply_adds);
+            }
+            // Fixed for a fixed C: the sequence's work is in proportion
+            // to N.
+            assert!(per_token.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+
+    #[test]
     fn the_recurrence_does_less_arithmetic_than_any_chunkwise_form() {
         use Timed::*;
         for (p, m) in [(8, 8), (32, 16), (64, 64), (128, 64)] {
