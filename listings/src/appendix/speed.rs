@@ -939,6 +939,26 @@ mod tests {
     }
 
     #[test]
+    fn the_two_timings_of_the_build_say_where_and_when_they_were_measured() {
+        // Every other output and figure prints the same in a new process
+        // (the tests beside `outputs::ALL` and `figures::ALL`); these two
+        // are read off the clock, and print this machine and the date.
+        let timing = crate::studies::measured_timing();
+        let chunks = crate::studies::measured_chunk_sizes();
+        let machines = [
+            ("schedules-timing", &timing.machine),
+            ("speed-chunk-size", &chunks.machine),
+        ];
+        for (name, machine) in machines {
+            assert_eq!(machine.cpu, Machine::now().cpu, "{name}");
+            let output = crate::outputs::ALL.iter().find(|o| o.name == name);
+            let printed = (output.expect(name).run)();
+            assert!(printed.contains(&machine.cpu), "{name}: {printed}");
+            assert!(printed.contains(&machine.date), "{name}: {printed}");
+        }
+    }
+
+    #[test]
     fn the_recurrence_does_less_arithmetic_than_any_chunkwise_form() {
         use Timed::*;
         for (p, m) in [(8, 8), (32, 16), (64, 64), (128, 64)] {
