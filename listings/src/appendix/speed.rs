@@ -40,9 +40,10 @@ pub enum Timed {
 
 /// Floating-point operations of one call of a form (a multiply-add counts
 /// two), counting every product it computes, the masked half of a score
-/// block included: N tokens, p features, m value entries, chunks of c.
-/// Small terms (normalisers, masks, sums of rows, the scaling by β) are
-/// left out. A chunkwise form's last chunk may be shorter than c.
+/// block included (the tiled softmax: its useful work only), N tokens, p
+/// features, m value entries, chunks of c: what the f32 forms tally under
+/// test. Small terms (normalisers, masks, sums of rows, the scaling by β)
+/// are left out. A chunkwise form's last chunk may be shorter than c.
 pub fn arithmetic(form: Timed, n: usize, p: usize, m: usize, c: usize) -> f64 {
     let c = c.clamp(1, n.max(1));
     let (full, last) = (n / c, n % c);
@@ -850,34 +851,110 @@ mod tests {
     }
 
     #[test]
-    fn the_arithmetic_counts_are_the_operations_the_chunkwise_forms_perform() {
+    fn the_arithmetic_counts_are_the_operations_each_form_performs() {
         use crate::fast::counted::ops;
-        use crate::fast::{
-            delta_rule_chunkwise_f32, linear_attention_chunkwise_f32,
-        };
+        use crate::fast::*;
+        use Timed::*;
         // (seed, N, p, m, C): whole chunks, a short last chunk, C = 1,
-        // C past N, p ≠ m.
+        // C past N, p ≠ m, m not a multiple of the recurrences' row block.
         let shapes = [
             (1, 64, 8, 8, 16),
             (2, 50, 16, 8, 7),
             (3, 33, 4, 12, 64),
             (4, 40, 12, 20, 1),
             (5, 97, 32, 16, 32),
+            (6, 21, 8, 35, 5),
         ];
         for (seed, n, p, m, c) in shapes {
             let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
             let beta = ndarray::Array1::<f32>::from_elem(n, 0.5);
-            let (out, linear) =
-                ops(|| linear_attention_chunkwise_f32(&q, &k, &v, c));
-            out.expect("valid inputs");
-            let (out, delta) =
-                ops(|| delta_rule_chunkwise_f32(&q, &k, &v, &beta, c));
-            out.expect("valid inputs");
             let shape = format!("N {n}, p {p}, m {m}, C {c}");
-            let want = arithmetic(Timed::Chunkwise, n, p, m, c);
-            assert_eq!(linear as f64, want, "linear attention, {shape}");
-            let want = arithmetic(Timed::DeltaChunkwise, n, p, m, c);
-            assert_eq!(delta as f64, want, "delta rule, {shape}");
+            let count = |form, (out, ops): (Result<_, _>, usize)| {
+                let _: ndarray::Array2<f32> = out.expect("valid inputs");
+                let want = arithmetic(form, n, p, m, c);
+                assert_eq!(ops as f64, want, "{form:?}, {shape}");
+            };
+            let (q, k, v) = (&q, &k, &v);
+            count(Recurrent, ops(|| linear_attention_recurrent_f32(q, k, v)));
+            count(
+                Chunkwise,
+                ops(|| linear_attention_chunkwise_f32(q, k, v, c)),
+            );
+            let delta = || delta_rule_recurrent_f32(q, k, v, &beta);
+            count(DeltaRecurrent, ops(delta));
+            let delta = || delta_rule_chunkwise_f32(q, k, v, &beta, c);
+            count(DeltaChunkwise, ops(delta));
+            count(Softmax, ops(|| softmax_attention_causal_f32(q, k, v)));
+            count(Parallel, ops(|| linear_attention_parallel_f32(q, k, v)));
+            let first = || linear_attention_scores_first_f32(q, k, v);
+            count(ScoresFirst, ops(first));
+            count(
+                MemoryFirst,
+                ops(|| linear_attention_memory_first_f32(q, k, v)),
+            );
+            // The tiled form's count is its useful work: what it performs
+            // with blocks of one query × one key, which mask nothing.
+            let one = || softmax_attention_blocks_f32(q, k, v, 1, 1);
+            count(SoftmaxTiled, ops(one));
+            // Larger blocks also compute the masked part of the blocks on
+            // the diagonal, at most one block of scores per block of
+            // queries, and skip every block above it.
+            for (b_q, b_k) in [(4, 8), (8, 8), (16, 64)] {
+                let tiled = || softmax_attention_blocks_f32(q, k, v, b_q, b_k);
+                let (out, done) = ops(tiled);
+                out.expect("valid inputs");
+                let useful = arithmetic(SoftmaxTiled, n, p, m, c);
+                let blocks = n.div_ceil(b_q) as f64;
+                let masked = blocks * (b_q * b_k * 2 * (p + m)) as f64;
+                let done = done as f64;
+                assert!(useful <= done && done <= useful + masked, "{shape}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_chunk_costs_c_times_p_plus_m_plus_2mp_multiply_adds_per_token() {
+        // Part I's estimate for the chunkwise schedule of linear attention,
+        // on the f32 form that performs it (tested equal to the book's),
+        // with every product counted as it runs: N a multiple of C.
+        use crate::fast::counted::ops;
+        for (seed, p, m, c) in [(1, 8, 8, 4), (2, 16, 8, 16), (3, 4, 12, 1)] {
+            let mut per_token = Vec::new();
+            for chunks in [1, 3, 8] {
+                let n = chunks * c;
+                let [q, k, v] =
+                    random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+                let (out, done) =
+                    ops(|| linear_attention_chunkwise_f32(&q, &k, &v, c));
+                out.expect("valid inputs");
+                let multiply_adds = done as f64 / 2.0 / n as f64;
+                let want = (c * (p + m) + 2 * m * p) as f64;
+                assert_eq!(multiply_adds, want, "N {n}, p {p}, m {m}, C {c}");
+                per_token.push(multiply_adds);
+            }
+            // Fixed for a fixed C: the sequence's work is in proportion
+            // to N.
+            assert!(per_token.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+
+    #[test]
+    fn the_two_timings_of_the_build_say_where_and_when_they_were_measured() {
+        // Every other output and figure prints the same in a new process
+        // (the tests beside `outputs::ALL` and `figures::ALL`); these two
+        // are read off the clock, and print this machine and the date.
+        let timing = crate::studies::measured_timing();
+        let chunks = crate::studies::measured_chunk_sizes();
+        let machines = [
+            ("schedules-timing", &timing.machine),
+            ("speed-chunk-size", &chunks.machine),
+        ];
+        for (name, machine) in machines {
+            assert_eq!(machine.cpu, Machine::now().cpu, "{name}");
+            let output = crate::outputs::ALL.iter().find(|o| o.name == name);
+            let printed = (output.expect(name).run)();
+            assert!(printed.contains(&machine.cpu), "{name}: {printed}");
+            assert!(printed.contains(&machine.date), "{name}: {printed}");
         }
     }
 

@@ -2,6 +2,7 @@
 //! attention, the parallel N × N form, the two non-causal groupings), so
 //! that the benchmark times every form at one precision.
 
+use super::mat_mul;
 use crate::causal::mask_future;
 use crate::input::{InputError, check_qkv, finite, normalisers};
 use ndarray::{Array2, ArrayRef2, Axis};
@@ -17,7 +18,7 @@ pub fn softmax_attention_causal_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(q, k, v, true)?;
     let scale = 1.0 / (q.ncols() as f32).sqrt();
-    let mut weights = finite("Q Kᵀ", q.dot(&k.t()))?;
+    let mut weights = finite("Q Kᵀ", mat_mul(q, &k.t()))?;
     for (t, mut row) in weights.rows_mut().into_iter().enumerate() {
         let (mut seen, mut future) = row.view_mut().split_at(Axis(0), t + 1);
         seen.mapv_inplace(|x| x * scale);
@@ -27,7 +28,7 @@ pub fn softmax_attention_causal_f32(
         seen /= total;
         future.fill(0.0); // the future gets weight 0
     }
-    finite("O", weights.dot(v))
+    finite("O", mat_mul(&weights, v))
 }
 
 /// `linear_attention_parallel` at f32: the masked N × N product.
@@ -37,7 +38,7 @@ pub fn linear_attention_parallel_f32(
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
-    let mut scores = phi_q.dot(&phi_k.t());
+    let mut scores = mat_mul(phi_q, &phi_k.t());
     mask_future(&mut scores, 0.0); // the causal mask
     weighted_read(&scores, v)
 }
@@ -49,7 +50,7 @@ fn weighted_read(
 ) -> Result<Array2<f32>, InputError> {
     let denominator = scores.sum_axis(Axis(1));
     normalisers("the row sum of the scores", &denominator)?;
-    finite("O", scores.dot(v) / denominator.insert_axis(Axis(1)))
+    finite("O", mat_mul(scores, v) / denominator.insert_axis(Axis(1)))
 }
 
 /// `linear_attention_scores_first` at f32 (non-causal): builds (N, N_k).
@@ -59,7 +60,7 @@ pub fn linear_attention_scores_first_f32(
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, false)?;
-    weighted_read(&phi_q.dot(&phi_k.t()), v)
+    weighted_read(&mat_mul(phi_q, &phi_k.t()), v)
 }
 
 /// `linear_attention_memory_first` at f32 (non-causal): S and z first.
@@ -69,8 +70,11 @@ pub fn linear_attention_memory_first_f32(
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
     check_qkv(phi_q, phi_k, v, false)?;
-    let (s, z) = (v.t().dot(phi_k), phi_k.sum_axis(Axis(0)));
+    let (s, z) = (mat_mul(&v.t(), phi_k), phi_k.sum_axis(Axis(0)));
     let denominator = phi_q.dot(&z);
     normalisers("zᵀφ(q_t)", &denominator)?;
-    finite("O", phi_q.dot(&s.t()) / denominator.insert_axis(Axis(1)))
+    finite(
+        "O",
+        mat_mul(phi_q, &s.t()) / denominator.insert_axis(Axis(1)),
+    )
 }

@@ -3,6 +3,7 @@
 
 use super::{
     ROWS, general_mat_mul, row_major, slice, sub_scaled, sum_normalise_into,
+    tally,
 };
 use crate::causal::mask_future;
 use crate::input::{InputError, check_chunk, finite};
@@ -66,6 +67,7 @@ fn delta_rows<const B: usize>(
         for i in 0..B {
             u[i] += k_j * w_j[i]; // ŵ
         }
+        tally(2 * B); // one multiply–add a row, counted under test
     }
     for i in 0..B {
         u[i] = beta * (v[first + i] - u[i]); // u
@@ -78,6 +80,7 @@ fn delta_rows<const B: usize>(
             w_j[i] += k_j * u[i]; // write
             read[i] += q_j * w_j[i]; // read
         }
+        tally(4 * B); // two multiply–adds a row, counted under test
     }
     y[first..first + B].copy_from_slice(&read);
 }

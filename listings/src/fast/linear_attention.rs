@@ -1,7 +1,7 @@
 //! Causal linear attention at f32: the recurrent form, one token at a
 //! time in place, and the chunkwise form, a few matrix products per chunk.
 
-use super::{ROWS, general_mat_mul, row_major, slice};
+use super::{ROWS, general_mat_mul, row_major, slice, tally};
 use crate::causal::mask_future;
 use crate::input::{
     InputError, check_chunk, check_qkv, finite, normaliser, normalisers,
@@ -73,6 +73,7 @@ fn recurrent_rows<const B: usize>(
             s_j[i] += k_j * v[i]; // write
             sum[i] += q_j * s_j[i]; // read
         }
+        tally(4 * B); // two multiply–adds a row, counted under test
     }
     read[rows].copy_from_slice(&sum);
 }

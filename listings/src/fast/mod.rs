@@ -100,10 +100,18 @@ fn sum_normalise_into(
     out.iter_mut().zip(x).for_each(|(o, x)| *o = x / total);
 }
 
-/// C ← α A B + β C, ndarray's `general_mat_mul` at f32. Under test it
-/// also counts the 2·m·k·n operations of the product in [`counted`], so
-/// that a test can compare the arithmetic a chunkwise form performs with
-/// the count Appendix E prints.
+/// Adds `ops` floating-point operations to [`counted`] in test builds, so
+/// that a test can compare the arithmetic a form performs with the count
+/// Appendix E prints; nothing at all in other builds.
+#[inline(always)]
+fn tally(ops: usize) {
+    #[cfg(test)]
+    counted::add(ops);
+    let _ = ops;
+}
+
+/// C ← α A B + β C, ndarray's `general_mat_mul` at f32, its 2·m·k·n
+/// operations tallied.
 fn general_mat_mul(
     alpha: f32,
     a: &ArrayRef2<f32>,
@@ -111,20 +119,24 @@ fn general_mat_mul(
     beta: f32,
     c: &mut ArrayRef2<f32>,
 ) {
-    #[cfg(test)]
-    counted::add(2 * a.nrows() * a.ncols() * b.ncols());
+    tally(2 * a.nrows() * a.ncols() * b.ncols());
     ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
 }
 
-/// x −= g y, entry by entry (under test, its 2·len operations counted).
+/// A B, ndarray's `dot` at f32, its 2·m·k·n operations tallied.
+fn mat_mul(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
+    tally(2 * a.nrows() * a.ncols() * b.ncols());
+    a.dot(b)
+}
+
+/// x −= g y, entry by entry, its 2·len operations tallied.
 fn sub_scaled(x: &mut [f32], g: f32, y: &[f32]) {
-    #[cfg(test)]
-    counted::add(2 * x.len());
+    tally(2 * x.len());
     x.iter_mut().zip(y).for_each(|(a, &b)| *a -= g * b);
 }
 
-/// The operations of the matrix products and substitutions performed on
-/// this thread, counted in test builds only.
+/// The operations [`tally`] reports on this thread (matrix products,
+/// substitutions, the recurrences' multiply–adds), in test builds only.
 #[cfg(test)]
 pub(crate) mod counted {
     use std::cell::Cell;

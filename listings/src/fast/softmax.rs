@@ -5,9 +5,9 @@
 //! the exponentials in the widest vectors this CPU has. It holds one block
 //! of scores, never the N × N matrix.
 
+use super::general_mat_mul;
 use crate::input::{InputError, check_qkv};
 use crate::m3::cost::check_block;
-use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayRef2, s};
 
 /// Queries per block: the rows of a block of scores. With `KEY_BLOCK`,

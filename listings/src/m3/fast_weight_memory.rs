@@ -594,6 +594,47 @@ mod tests {
     }
 
     #[test]
+    fn a_denominator_at_or_below_zero_is_an_error_naming_its_position() {
+        // The identity map keeps negative features. Each form stops at the
+        // first t whose z_tᵀφ(q_t), computed here on its own, is ≤ 0.
+        let identity = |x: &ArrayRef2<f64>| x.to_owned();
+        let mut stopped = 0;
+        for seed in 0..20 {
+            let (Qkv { q, k, v }, _) = crate::m3::attention::walkthrough(seed);
+            let first = (0..q.nrows()).find(|&t| {
+                let z_t = k.slice(s![..=t, ..]).sum_axis(ndarray::Axis(0));
+                z_t.dot(&q.row(t)) <= 0.0
+            });
+            let results = [
+                causal_linear_attention(&q, &k, &v, identity),
+                linear_attention_recurrent(&q, &k, &v),
+                linear_attention_parallel(&q, &k, &v),
+            ];
+            for result in results {
+                match (first, result) {
+                    (None, result) => assert!(result.is_ok(), "seed {seed}"),
+                    (
+                        Some(t),
+                        Err(InputError::NonPositive { at, value, .. }),
+                    ) => {
+                        assert_eq!(at, t, "seed {seed}");
+                        assert!(value <= 0.0, "seed {seed}");
+                        stopped += 1;
+                    }
+                    (Some(t), other) => panic!("seed {seed}, t {t}: {other:?}"),
+                }
+            }
+        }
+        // The walkthrough's own seed stops, as the chapter's Try it says.
+        assert!(stopped > 0);
+        let (Qkv { q, k, v }, _) = crate::m3::attention::walkthrough(0);
+        let msg = causal_linear_attention(&q, &k, &v, identity)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("non-positive divisor") && msg.contains("row"));
+    }
+
+    #[test]
     fn walkthrough_forms_agree() {
         let report = walkthrough_report(0);
         assert_eq!(report.output_shape, (12, 8));

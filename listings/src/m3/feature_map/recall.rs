@@ -532,24 +532,42 @@ mod tests {
         let d = 8;
         for map in LINEAR_MAPS {
             let p = map.p(d).unwrap();
+            // Cases met of each kind, n ≤ p: independent features (exact)
+            // and dependent ones (not exact).
+            let (mut independent, mut dependent) = (0, 0);
+            let mut check = |k: &Array2<f64>, v: &Array2<f64>, n: usize| {
+                let (worst, rank) = best_fit(map, k, v, n);
+                if rank == n {
+                    assert!(worst < EXACT, "{map:?}, n = {n}: {worst:e}");
+                    independent += 1;
+                } else {
+                    assert!(worst > 1e-3, "{map:?}, n = {n}: {worst:e}");
+                    dependent += 1;
+                }
+            };
             for seed in 0..10 {
                 let mut rng = seeded(seed);
-                let k = randn(&mut rng, p + 1, d);
+                let mut k = randn(&mut rng, p + 1, d);
                 let v = randn(&mut rng, p + 1, 8);
                 for n in [1, 2, p / 2, p - 1, p] {
-                    let (worst, rank) = best_fit(map, &k, &v, n);
-                    if rank == n {
-                        assert!(worst < EXACT, "{map:?}, n = {n}: {worst:e}");
-                    } else {
-                        assert!(worst > 1e-3, "{map:?}, n = {n}: {worst:e}");
-                    }
+                    check(&k, &v, n); // random keys
+                }
+                // A repeated key with another value: its features repeat,
+                // so those of the first n keys are dependent.
+                for n in [2, p / 2, p] {
+                    let first = k.row(0).to_owned();
+                    k.row_mut(n - 1).assign(&first);
+                    check(&k, &v, n);
                 }
                 // One more pair than p: the rank cannot reach n, and no
                 // m × p matrix reads every pair back.
+                let k = randn(&mut rng, p + 1, d);
                 let (worst, rank) = best_fit(map, &k, &v, p + 1);
                 assert!(rank <= p);
                 assert!(worst > 0.01, "{map:?}, seed {seed}: {worst}");
             }
+            // Both directions ran, for every map.
+            assert!(independent >= 10 && dependent >= 30, "{map:?}");
         }
     }
 
