@@ -1483,6 +1483,18 @@ mod tests {
         // write, what is left of v₁ at k₁ is 1 − (k · k₁)², on average
         // 1 − 1/d. Mean over 400 seeds, within a tenth of 1/d.
         for d in [8, 32, 64] {
+            // Seed by seed, exactly the overlap goes: 1 − (k₂ · k₁)².
+            for seed in 0..20 {
+                let k = unit(&randn(&mut seeded(seed), 2, d));
+                let left = fading_signal(
+                    &Rule::Delta(Array1::ones(2)),
+                    2,
+                    seed,
+                    (d, 4),
+                );
+                let overlap = k.row(0).dot(&k.row(1));
+                assert!((left[1] - (1.0 - overlap * overlap)).abs() < 1e-12);
+            }
             let seeds = 400;
             let removed: f64 = (0..seeds)
                 .map(|seed| {
@@ -1522,6 +1534,34 @@ mod tests {
         let delta = wide.half_life(DELTA).unwrap();
         for r in decaying {
             assert!(delta < wide.half_life(r).unwrap(), "rule {r}");
+        }
+    }
+
+    #[test]
+    fn no_write_strength_in_range_stretches_the_memory() {
+        // With a unit key, ‖W (I − β k kᵀ)‖ ≤ ‖W‖ for every β in [0, 1]
+        // (the eigenvalues are 1 and 1 − β); β = 3 would stretch it.
+        for seed in 0..5 {
+            for (p, m) in [(1, 1), (4, 3), (16, 8)] {
+                let mut rng = seeded(seed);
+                let k = unit(&randn(&mut rng, 1, p));
+                let w = randn(&mut rng, m, p);
+                let frob =
+                    |x: &Array2<f64>| x.iter().map(|a| a * a).sum::<f64>();
+                let along = |x: &Array2<f64>| {
+                    let r = x.dot(&k.row(0));
+                    r.dot(&r)
+                };
+                for beta in [0.0, 0.25, 0.5, 0.9, 1.0, 3.0] {
+                    let house = crate::paper::delta_rule::delta_transition(
+                        &k.row(0),
+                        beta,
+                    );
+                    let after = w.dot(&house);
+                    let ok = frob(&after) <= frob(&w) * (1.0 + 1e-12);
+                    assert_eq!(ok, beta <= 1.0 || along(&w) == 0.0, "β {beta}");
+                }
+            }
         }
     }
 }
