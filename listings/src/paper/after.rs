@@ -1073,7 +1073,34 @@ mod tests {
     #[test]
     fn every_exponent_the_chunks_take_is_at_most_zero() {
         // The chunk exponentiates only g_i − g_j for j ≤ i (and g_i itself,
-        // g_0 = 0): sums of logarithms of gates in (0, 1].
+        // g_0 = 0): sums of logarithms of gates in (0, 1]. First with the
+        // six rules' own log-gates (gates of 1 included), every factor in
+        // [0, 1]; then with log-gates down to −150 or so.
+        for seed in 0..4 {
+            for gate in [None, Some(1.0), Some(0.5), Some(1e-3)] {
+                let mut rng = seeded(seed);
+                for rule in six_rules(&mut rng, 40, 5, gate, None) {
+                    let c = rule.coefficients(40, 5).unwrap();
+                    for chunk in [1, 7, 40] {
+                        for start in (0..40).step_by(chunk) {
+                            let end = (start + chunk).min(40);
+                            let g = cumulative_log_gates(
+                                &c.log_alpha.slice(s![start..end, ..]),
+                            );
+                            for i in 0..end - start {
+                                for j in 0..=i {
+                                    for f in 0..5 {
+                                        let x = g[[i, f]] - g[[j, f]];
+                                        assert!(x <= 0.0 && g[[i, f]] <= 0.0);
+                                        assert!((0.0..=1.0).contains(&x.exp()));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for seed in 0..5 {
             let mut rng = seeded(seed);
             let log_alpha = randn(&mut rng, 20, 4).mapv(|x| -(x.abs() * 50.0));
