@@ -1555,6 +1555,24 @@ mod tests {
             let lower = study.mean(DELTA, i).min(study.mean(GATED, i));
             assert!(bottom > lower, "n index {i}");
         }
+        // The caption: the three decaying rules lie on top of each other,
+        // within 5% of each other at every n and after every s writes.
+        for (i, _) in study.counts.iter().enumerate() {
+            let fixed = study.mean(FIXED, i);
+            for r in [SCALAR, DIAGONAL] {
+                let ratio = study.mean(r, i) / fixed;
+                assert!((ratio - 1.0).abs() < 0.05, "rule {r}: {ratio}");
+            }
+        }
+        for fading in chapter_fading() {
+            for s in 0..fading.signal[FIXED].len() {
+                let fixed = fading.signal[FIXED][s];
+                for r in [SCALAR, DIAGONAL] {
+                    let ratio = fading.signal[r][s] / fixed;
+                    assert!((ratio - 1.0).abs() < 0.05, "rule {r} s {s}");
+                }
+            }
+        }
         // Bottom (d = 64): the delta rule falls faster than the decaying
         // rules, the gated delta rule fastest.
         let [_, wide] = chapter_fading();
