@@ -763,23 +763,215 @@ mod tests {
         }
     }
 
+    fn outer(a: &ArrayRef1<f64>, b: &ArrayRef1<f64>) -> Array2<f64> {
+        a.view()
+            .insert_axis(Axis(1))
+            .dot(&b.view().insert_axis(Axis(0)))
+    }
+
+    /// Token t's A_t and B_t as the chapter's table writes them, built from
+    /// the rule's own numbers (not from `coefficients`). k: unit rows for
+    /// the delta rules.
+    fn table_step(
+        rule: &Rule,
+        k: &Array2<f64>,
+        v: &Array2<f64>,
+        t: usize,
+    ) -> AffineStep {
+        let p = k.ncols();
+        let (kt, eye) = (k.row(t), Array2::<f64>::eye(p));
+        let (kk, vk) = (outer(&kt, &kt), outer(&v.row(t), &kt));
+        let (a, b) = match rule {
+            Rule::Sum => (eye, vk),
+            Rule::FixedDecay(g) => (eye * *g, vk),
+            Rule::ScalarDecay(a) => (eye * a[t], vk),
+            Rule::DiagonalGates(al) => (Array2::from_diag(&al.row(t)), vk),
+            Rule::Delta(b) => (eye - kk * b[t], vk * b[t]),
+            Rule::GatedDelta { alpha, beta } => {
+                ((eye - kk * beta[t]) * alpha[t], vk * beta[t])
+            }
+        };
+        AffineStep { a, b }
+    }
+
+    fn unit(x: &Array2<f64>) -> Array2<f64> {
+        crate::m3::attention::unit_rows(x)
+    }
+
     #[test]
     fn every_rule_is_one_affine_step_per_token() {
         // W_t = W_{t−1} A_t + B_t with the table's A_t and B_t, multiplied
-        // out as matrices, gives the recurrence's memory after each token.
+        // out as p × p matrices: the same read W_t q_t after every token,
+        // and the same last memory, as the recurrence.
         for seed in 0..5 {
             for (n, p, m) in [(1, 1, 1), (9, 4, 3), (20, 8, 5)] {
                 let [q, k, v] = random_qkv(seed, n, p, m);
-                for rule in six_rules(&mut seeded(seed), n, p, None, Some(0.7))
-                {
-                    let (_, kp, c) = prepare(&rule, &q, &k, &v).unwrap();
-                    let mut w = Array2::<f64>::zeros((m, p));
-                    for t in 0..n {
-                        w = affine(&c, &kp, &v, t).apply(&w);
+                for gate in [None, Some(0.3)] {
+                    let rules =
+                        six_rules(&mut seeded(seed), n, p, gate, Some(0.7));
+                    for rule in rules {
+                        let (qu, ku) = match rule.unit_keys() {
+                            true => (unit(&q), unit(&k)),
+                            false => (q.clone(), k.clone()),
+                        };
+                        let mut w = Array2::<f64>::zeros((m, p));
+                        let mut y = Array2::<f64>::zeros((n, m));
+                        for t in 0..n {
+                            w = table_step(&rule, &ku, &v, t).apply(&w);
+                            y.row_mut(t).assign(&w.dot(&qu.row(t)));
+                        }
+                        let read = rule_recurrent(&rule, &q, &k, &v).unwrap();
+                        assert_close(&read.output, &y, 1e-12, rule.name());
+                        assert_close(&read.memory, &w, 1e-12, rule.name());
                     }
-                    let read = rule_recurrent(&rule, &q, &k, &v).unwrap();
-                    assert_close(&read.memory, &w, 1e-12, rule.name());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_rule_is_one_gate_per_feature_one_erase_and_one_write() {
+        // A_t = diag(α_t)(I − β_t k kᵀ), B_t = ω_t v kᵀ gives the table's
+        // A_t and B_t; no erase: β = 0, ω = 1; delta rules: ω = β; scalar
+        // gates: every feature the same. And one step of `rule_step` from a
+        // memory that is not zero is W A_t + B_t.
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 1, 2), (6, 4, 2), (12, 7, 3)] {
+                let [q, k, v] = random_qkv(seed, n, p, m);
+                for rule in six_rules(&mut seeded(seed), n, p, None, Some(0.4))
+                {
+                    let (_, ku, c) = prepare(&rule, &q, &k, &v).unwrap();
+                    let erase = rule.unit_keys();
+                    for t in 0..n {
+                        let alpha = c.log_alpha.row(t).mapv(f64::exp);
+                        if erase {
+                            assert_eq!(c.omega[t], c.beta[t]);
+                        } else {
+                            assert_eq!((c.beta[t], c.omega[t]), (0.0, 1.0));
+                        }
+                        if !matches!(rule, Rule::DiagonalGates(_)) {
+                            assert!(alpha.iter().all(|&a| a == alpha[0]));
+                        }
+                        let kt = ku.row(t);
+                        let pattern = Array2::from_diag(&alpha).dot(
+                            &(Array2::eye(p) - outer(&kt, &kt) * c.beta[t]),
+                        );
+                        let want = table_step(&rule, &ku, &v, t);
+                        assert_close(&pattern, &want.a, 1e-13, rule.name());
+                        let b = outer(&v.row(t), &kt) * c.omega[t];
+                        assert_close(&b, &want.b, 1e-13, rule.name());
+                        let mut w = randn(&mut seeded(seed + 50), m, p);
+                        let expect = want.apply(&w);
+                        let (beta, omega) = (c.beta[t], c.omega[t]);
+                        rule_step(&mut w, &kt, &v.row(t), &alpha, beta, omega);
+                        assert_close(&w, &expect, 1e-12, rule.name());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_gates_between_two_tokens_multiply_to_the_exp_of_a_difference() {
+        // Π_{j<s≤i} α_s = exp(g_i − g_j) and Π_{s≤i} α_s = exp(g_i), entry
+        // by entry, for gates in (0, 1].
+        for seed in 0..5 {
+            let mut rng = seeded(seed);
+            for (c, p) in [(1, 1), (9, 3), (30, 5)] {
+                let alpha = Array2::from_shape_simple_fn((c, p), || {
+                    1.0 - rng.random::<f64>()
+                });
+                let g = cumulative_log_gates(&alpha.mapv(f64::ln));
+                for i in 0..c {
+                    for j in 0..=i {
+                        for f in 0..p {
+                            let prod: f64 =
+                                (j + 1..=i).map(|s| alpha[[s, f]]).product();
+                            let got = (g[[i, f]] - g[[j, f]]).exp();
+                            assert!((got / prod - 1.0).abs() < 1e-12);
+                        }
+                    }
+                    for f in 0..p {
+                        let prod: f64 =
+                            (0..=i).map(|s| alpha[[s, f]]).product();
+                        assert!((g[[i, f]].exp() / prod - 1.0).abs() < 1e-12);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn with_every_gate_one_the_chunk_is_the_delta_chapters_chunk() {
+        // log α = 0, ω = β, and the delta chapter's sum-normalised keys:
+        // the chunks give the delta chapter's chunkwise reads and memory.
+        use crate::paper::delta_rule::{delta_rule_chunkwise, sum_normalise};
+        for seed in 0..4 {
+            for (n, p, m, chunk) in
+                [(5, 3, 2, 1), (23, 6, 4, 5), (40, 8, 3, 16)]
+            {
+                let [q, k, v] = random_qkv(seed, n, p, m);
+                let (q, k) = (q.mapv(f64::exp), k.mapv(f64::exp));
+                let beta =
+                    Array1::from_shape_fn(n, |t| (t as f64 * 0.37).fract());
+                let want =
+                    delta_rule_chunkwise(&q, &k, &v, &beta, chunk).unwrap();
+                let norm = |x: &Array2<f64>| {
+                    let mut out = x.clone();
+                    for mut r in out.rows_mut() {
+                        let s = sum_normalise(&r.view());
+                        r.assign(&s);
+                    }
+                    out
+                };
+                let (qb, kb) = (norm(&q), norm(&k));
+                let zeros = Array2::<f64>::zeros((n, p));
+                let mut w = Array2::<f64>::zeros((m, p));
+                let mut y = Array2::<f64>::zeros((n, m));
+                for start in (0..n).step_by(chunk) {
+                    let r = s![start..(start + chunk).min(n), ..];
+                    let at = s![start..(start + chunk).min(n)];
+                    let yc = rule_chunk(
+                        &mut w,
+                        &qb.slice(r),
+                        &kb.slice(r),
+                        &v.slice(r),
+                        &zeros.slice(r),
+                        &beta.slice(at),
+                        &beta.slice(at),
+                    );
+                    y.slice_mut(r).assign(&yc);
+                }
+                assert_close(&y, &want.output, 1e-10, "reads");
+                assert_close(&w, &want.memory, 1e-10, "memory");
+            }
+        }
+    }
+
+    #[test]
+    fn with_no_erase_the_chunk_is_the_decayed_masked_product() {
+        // β = 0, ω = 1, from W_0 = 0: Y = (Q Kᵀ ⊙ L) V with L_ij the
+        // product of the gates a_{j+1} … a_i for j ≤ i, 0 above.
+        for seed in 0..4 {
+            for (c, p, m) in [(1, 2, 2), (8, 3, 2), (25, 5, 4)] {
+                let [q, k, v] = random_qkv(seed, c, p, m);
+                let mut rng = seeded(seed + 9);
+                let a: Vec<f64> =
+                    (0..c).map(|_| 1.0 - 0.9 * rng.random::<f64>()).collect();
+                let log_alpha =
+                    Array2::from_shape_fn((c, p), |(t, _)| a[t].ln());
+                let mut w = Array2::<f64>::zeros((m, p));
+                let (beta, omega) = (Array1::zeros(c), Array1::ones(c));
+                let y =
+                    rule_chunk(&mut w, &q, &k, &v, &log_alpha, &beta, &omega);
+                let mut scores = q.dot(&k.t());
+                for ((i, j), x) in scores.indexed_iter_mut() {
+                    *x *= match j <= i {
+                        true => (j + 1..=i).map(|s| a[s]).product::<f64>(),
+                        false => 0.0,
+                    };
+                }
+                assert_close(&y, &scores.dot(&v), 1e-11, "masked product");
             }
         }
     }
@@ -855,6 +1047,12 @@ mod tests {
             .collect();
         assert_eq!(cumulative[n - 1], 0.0);
         assert!((cumulative[n - 1] / cumulative[n - 2]).is_nan());
+        // Any gate of 0.1 or less: zero within four hundred tokens.
+        for a in [0.1, 0.05, 1e-2, 1e-3] {
+            let prod = (0..400).fold(1.0f64, |p, _| p * a);
+            assert_eq!(prod, 0.0, "gate {a}");
+            assert!((prod / prod).is_nan());
+        }
         for seed in 0..3 {
             let [q, k, v] = random_qkv(seed, n, p, m);
             for rule in six_rules(&mut seeded(seed), n, p, Some(1e-3), None) {
@@ -875,7 +1073,34 @@ mod tests {
     #[test]
     fn every_exponent_the_chunks_take_is_at_most_zero() {
         // The chunk exponentiates only g_i − g_j for j ≤ i (and g_i itself,
-        // g_0 = 0): sums of logarithms of gates in (0, 1].
+        // g_0 = 0): sums of logarithms of gates in (0, 1]. First with the
+        // six rules' own log-gates (gates of 1 included), every factor in
+        // [0, 1]; then with log-gates down to −150 or so.
+        for seed in 0..4 {
+            for gate in [None, Some(1.0), Some(0.5), Some(1e-3)] {
+                let mut rng = seeded(seed);
+                for rule in six_rules(&mut rng, 40, 5, gate, None) {
+                    let c = rule.coefficients(40, 5).unwrap();
+                    for chunk in [1, 7, 40] {
+                        for start in (0..40).step_by(chunk) {
+                            let end = (start + chunk).min(40);
+                            let g = cumulative_log_gates(
+                                &c.log_alpha.slice(s![start..end, ..]),
+                            );
+                            for i in 0..end - start {
+                                for j in 0..=i {
+                                    for f in 0..5 {
+                                        let x = g[[i, f]] - g[[j, f]];
+                                        assert!(x <= 0.0 && g[[i, f]] <= 0.0);
+                                        assert!((0.0..=1.0).contains(&x.exp()));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         for seed in 0..5 {
             let mut rng = seeded(seed);
             let log_alpha = randn(&mut rng, 20, 4).mapv(|x| -(x.abs() * 50.0));
@@ -902,12 +1127,38 @@ mod tests {
                     beta: Array1::from_elem(5, 0.5),
                 },
             ] {
+                let name = match rule {
+                    Rule::ScalarDecay(_) => "a is",
+                    _ => "alpha is",
+                };
                 let err = rule_recurrent(&rule, &q, &k, &v).err().unwrap();
                 let msg = err.to_string();
                 assert!(msg.contains("at [3, 0]"), "{msg}");
                 assert!(msg.contains("(0, 1]"), "{msg}");
-                assert!(rule_chunkwise(&rule, &q, &k, &v, 2).is_err());
+                assert!(msg.contains(name), "{msg}");
+                let err = rule_chunkwise(&rule, &q, &k, &v, 2).err().unwrap();
+                assert_eq!(err.to_string(), msg);
             }
+            let mut gates = Array2::from_elem((5, 3), 0.9);
+            gates[[2, 1]] = bad;
+            let err =
+                rule_chunkwise(&Rule::DiagonalGates(gates), &q, &k, &v, 2)
+                    .err()
+                    .unwrap()
+                    .to_string();
+            assert!(err.contains("alpha is") && err.contains("at [2, 1]"));
+        }
+        for bad in [1.5, f64::NAN] {
+            let mut beta = Array1::from_elem(5, 0.5);
+            beta[4] = bad;
+            let rule = Rule::GatedDelta {
+                alpha: Array1::from_elem(5, 0.9),
+                beta,
+            };
+            let err = rule_recurrent(&rule, &q, &k, &v).err().unwrap();
+            let msg = err.to_string();
+            assert!(msg.contains("beta is") && msg.contains("at [4, 0]"));
+            assert!(msg.contains("[0, 1]"), "{msg}");
         }
         let beta = Array1::from_vec(vec![0.5, 0.5, -0.1, 0.5, 0.5]);
         let err = rule_chunkwise(&Rule::Delta(beta), &q, &k, &v, 2).err();
@@ -929,6 +1180,7 @@ mod tests {
                 .err()
                 .unwrap();
         assert!(err.to_string().contains("length of k"), "{err}");
+        assert!(err.to_string().contains("at row 1"), "{err}");
     }
 
     /// Index of each rule in `six_rules`.
@@ -1024,14 +1276,18 @@ mod tests {
     fn a_fixed_decay_halves_an_association_after_ln2_over_ln_1_over_gamma_writes()
      {
         for seed in 0..5 {
-            for gamma in [0.9, 0.99] {
+            for (gamma, d) in [(0.9, 4), (0.99, 16), (0.95, 64), (0.99, 128)] {
                 let rule = Rule::FixedDecay(gamma);
                 for (s, x) in
-                    fading_signal(&rule, 300, seed, (16, 4)).iter().enumerate()
+                    fading_signal(&rule, 300, seed, (d, 4)).iter().enumerate()
                 {
                     let want = gamma.powi(s as i32);
                     assert!((x / want - 1.0).abs() < 1e-10, "{x} vs {want}");
                 }
+                // The first s with γ^s < 1/2 is the ceiling of ln 2/ln(1/γ).
+                let life = (2f64.ln() / (1.0 / gamma).ln()).ceil() as usize;
+                let signal = fading_signal(&rule, 300, seed, (d, 4));
+                assert_eq!(signal.iter().position(|&x| x < 0.5), Some(life));
             }
         }
         // In the chapter's studies, at both widths: ln 2 / ln(1/0.99) ≈ 69.
@@ -1067,6 +1323,289 @@ mod tests {
             let gated = study.half_life(GATED).unwrap();
             for r in FIXED..GATED {
                 assert!(gated < study.half_life(r).unwrap(), "rule {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_editing_stream_rewrites_a_quarter_of_its_keys_with_new_values() {
+        for seed in 0..5 {
+            for (n, d, m) in [(1, 4, 2), (8, 16, 4), (37, 8, 3), (64, 64, 16)] {
+                let s = editing_stream(seed, n, d, m);
+                let again = n / 4;
+                assert_eq!(s.keys.dim(), (n + again, d));
+                assert_eq!(s.values.dim(), (n + again, m));
+                let norms = |x: &Array2<f64>| {
+                    x.rows()
+                        .into_iter()
+                        .all(|r| (r.dot(&r) - 1.0).abs() < 1e-12)
+                };
+                assert!(norms(&s.keys) && norms(&s.values));
+                let mut seen = std::collections::HashSet::new();
+                let mut latest = s.values.slice(s![..n, ..]).to_owned();
+                for t in n..n + again {
+                    let i = (0..n)
+                        .find(|&i| s.keys.row(i) == s.keys.row(t))
+                        .expect("a key written before");
+                    assert!(seen.insert(i), "each key rewritten once");
+                    assert_ne!(s.values.row(t), s.values.row(i), "a new value");
+                    latest.row_mut(i).assign(&s.values.row(t));
+                }
+                assert_eq!(latest, s.latest);
+            }
+        }
+    }
+
+    #[test]
+    fn the_error_is_the_distance_from_the_latest_value() {
+        // Orthonormal keys e_1 … e_n, the first n/4 written again: the sum
+        // rule returns old + new there (an error of exactly 1 at those keys,
+        // 0 elsewhere), the delta rule with β = 1 the latest (error 0), and a
+        // memory that stays zero (β = 0) scores exactly 1.
+        for (n, m) in [(4, 3), (8, 5), (16, 16)] {
+            let mut rng = seeded(n as u64);
+            let keys0 = Array2::<f64>::eye(n);
+            let values0 = unit(&randn(&mut rng, n, m));
+            let new = unit(&randn(&mut rng, n / 4, m));
+            let mut keys = keys0.clone();
+            let mut values = values0.clone();
+            let mut latest = values0.clone();
+            for i in 0..n / 4 {
+                keys.push_row(keys0.row(i)).unwrap();
+                values.push_row(new.row(i)).unwrap();
+                latest.row_mut(i).assign(&new.row(i));
+            }
+            let len = keys.nrows();
+            let stream = EditingStream {
+                keys,
+                values,
+                latest,
+            };
+            let sum = latest_value_error(&Rule::Sum, &stream);
+            let want = (n / 4) as f64 / n as f64;
+            assert!((sum - want).abs() < 1e-12, "{sum} vs {want}");
+            let delta =
+                latest_value_error(&Rule::Delta(Array1::ones(len)), &stream);
+            assert!(delta < 1e-12, "{delta}");
+            let empty =
+                latest_value_error(&Rule::Delta(Array1::zeros(len)), &stream);
+            assert!((empty - 1.0).abs() < 1e-12, "{empty}");
+        }
+        for seed in 0..3 {
+            let stream = editing_stream(seed, 40, 16, 8);
+            let len = stream.keys.nrows();
+            let empty =
+                latest_value_error(&Rule::Delta(Array1::zeros(len)), &stream);
+            assert!((empty - 1.0).abs() < 1e-12, "{empty}");
+        }
+    }
+
+    #[test]
+    fn the_studys_gates_have_the_fixed_decays_mean_and_every_strength_is_one() {
+        for seed in 0..5 {
+            let rules = editing_rules(seed, 320, 64);
+            let mut gates: Vec<f64> = vec![];
+            for rule in &rules {
+                match rule {
+                    Rule::FixedDecay(g) => assert_eq!(*g, 0.99),
+                    Rule::ScalarDecay(a) => gates.extend(a.iter()),
+                    Rule::DiagonalGates(a) => gates.extend(a.iter()),
+                    Rule::Delta(b) => assert!(b.iter().all(|&b| b == 1.0)),
+                    Rule::GatedDelta { alpha, beta } => {
+                        assert!(beta.iter().all(|&b| b == 1.0));
+                        gates.extend(alpha.iter());
+                    }
+                    Rule::Sum => {}
+                }
+            }
+            assert!(gates.iter().all(|&a| (0.98..=1.0).contains(&a)));
+            let mean = gates.iter().sum::<f64>() / gates.len() as f64;
+            assert!((mean - 0.99).abs() < 2e-4, "{mean}");
+        }
+    }
+
+    #[test]
+    fn the_fading_signal_is_the_first_associations_share_of_the_memory() {
+        // The whole recurrence, with and without the first token's value:
+        // the difference of the two memories, read at k₁ and against v₁, is
+        // the fading signal, after every later token (each rule's A_t does
+        // not depend on the memory).
+        for seed in 0..4 {
+            for (d, m, len) in [(4, 3, 12), (16, 4, 40)] {
+                let mut rng = seeded(seed);
+                let k = unit(&randn(&mut rng, len, d));
+                let v = unit(&randn(&mut rng, len, m));
+                let q = Array2::from_shape_fn((len, d), |(_, j)| k[[0, j]]);
+                let mut v0 = v.clone();
+                v0.row_mut(0).fill(0.0);
+                for rule in editing_rules(seed, len, d) {
+                    let signal = fading_signal(&rule, len, seed, (d, m));
+                    let all = rule_recurrent(&rule, &q, &k, &v).unwrap();
+                    let rest = rule_recurrent(&rule, &q, &k, &v0).unwrap();
+                    let share = (&all.output - &rest.output).dot(&v.row(0));
+                    for (s, (&x, &want)) in
+                        signal.iter().zip(&share).enumerate()
+                    {
+                        assert!(
+                            (x - want).abs() < 1e-12,
+                            "{} s {s}",
+                            rule.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_sum_rule_returns_old_plus_new_and_every_key_adds_crosstalk() {
+        // Read at key i, the sum rule's memory is Σ_j (k_j · k_i) v_j over
+        // every write j: both values of a rewritten key with weight 1, and
+        // every other key with its overlap.
+        for seed in 0..4 {
+            for (n, d, m) in [(8, 16, 4), (40, 16, 8), (20, 64, 3)] {
+                let s = editing_stream(seed, n, d, m);
+                let w = rule_recurrent(&Rule::Sum, &s.keys, &s.keys, &s.values)
+                    .unwrap()
+                    .memory;
+                for i in 0..n {
+                    let ki = s.keys.row(i);
+                    let mut want = Array1::<f64>::zeros(m);
+                    for (kj, vj) in
+                        s.keys.rows().into_iter().zip(s.values.rows())
+                    {
+                        want.scaled_add(kj.dot(&ki), &vj);
+                    }
+                    let got = w.dot(&ki);
+                    assert!((&got - &want).iter().all(|x| x.abs() < 1e-12));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_delta_rule_with_beta_one_replaces_the_value_of_the_key_it_writes() {
+        // From any memory, one step with a unit key and β = 1 leaves W k = v:
+        // the old value at k is gone, for the delta and gated delta rules.
+        for seed in 0..5 {
+            for (p, m) in [(1, 1), (4, 3), (16, 8)] {
+                let mut rng = seeded(seed);
+                let k = unit(&randn(&mut rng, 1, p));
+                let v = randn(&mut rng, 1, m);
+                for gate in [1.0, 0.9, 0.2] {
+                    let mut w = randn(&mut rng, m, p);
+                    let alpha = Array1::from_elem(p, gate);
+                    rule_step(&mut w, &k.row(0), &v.row(0), &alpha, 1.0, 1.0);
+                    let got = w.dot(&k.row(0));
+                    let diff = &got - &v.row(0);
+                    assert!(diff.iter().all(|x| x.abs() < 1e-12), "{diff}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_later_unit_key_removes_on_average_a_one_over_d_part() {
+        // E[(I − k kᵀ)] = (1 − 1/d) I for random unit k: after one later
+        // write, what is left of v₁ at k₁ is 1 − (k · k₁)², on average
+        // 1 − 1/d. Mean over 400 seeds, within a tenth of 1/d.
+        for d in [8, 32, 64] {
+            // Seed by seed, exactly the overlap goes: 1 − (k₂ · k₁)².
+            for seed in 0..20 {
+                let k = unit(&randn(&mut seeded(seed), 2, d));
+                let left = fading_signal(
+                    &Rule::Delta(Array1::ones(2)),
+                    2,
+                    seed,
+                    (d, 4),
+                );
+                let overlap = k.row(0).dot(&k.row(1));
+                assert!((left[1] - (1.0 - overlap * overlap)).abs() < 1e-12);
+            }
+            let seeds = 400;
+            let removed: f64 = (0..seeds)
+                .map(|seed| {
+                    let rule = Rule::Delta(Array1::ones(2));
+                    1.0 - fading_signal(&rule, 2, seed, (d, 4))[1]
+                })
+                .sum::<f64>()
+                / seeds as f64;
+            let ratio = removed * d as f64;
+            assert!((ratio - 1.0).abs() < 0.1, "d {d}: {ratio}");
+        }
+    }
+
+    #[test]
+    fn the_figures_lines_are_as_its_text_says() {
+        // Top: the two delta rules start lowest; the three decaying rules
+        // lie together between the sum rule and the delta rules.
+        let study = chapter_editing();
+        let decaying = [FIXED, SCALAR, DIAGONAL];
+        for r in SUM..DELTA {
+            assert!(
+                study.mean(DELTA, 0).max(study.mean(GATED, 0))
+                    < study.mean(r, 0)
+            );
+        }
+        for (i, _) in study.counts.iter().enumerate() {
+            let means = decaying.map(|r| study.mean(r, i));
+            let top = means.iter().fold(f64::MIN, |a, &x| a.max(x));
+            let bottom = means.iter().fold(f64::MAX, |a, &x| a.min(x));
+            assert!(top < study.mean(SUM, i), "n index {i}");
+            let lower = study.mean(DELTA, i).min(study.mean(GATED, i));
+            assert!(bottom > lower, "n index {i}");
+        }
+        // The caption: the three decaying rules lie on top of each other,
+        // within 5% of each other at every n and after every s writes.
+        for (i, _) in study.counts.iter().enumerate() {
+            let fixed = study.mean(FIXED, i);
+            for r in [SCALAR, DIAGONAL] {
+                let ratio = study.mean(r, i) / fixed;
+                assert!((ratio - 1.0).abs() < 0.05, "rule {r}: {ratio}");
+            }
+        }
+        for fading in chapter_fading() {
+            for s in 0..fading.signal[FIXED].len() {
+                let fixed = fading.signal[FIXED][s];
+                for r in [SCALAR, DIAGONAL] {
+                    let ratio = fading.signal[r][s] / fixed;
+                    assert!((ratio - 1.0).abs() < 0.05, "rule {r} s {s}");
+                }
+            }
+        }
+        // Bottom (d = 64): the delta rule falls faster than the decaying
+        // rules, the gated delta rule fastest.
+        let [_, wide] = chapter_fading();
+        let delta = wide.half_life(DELTA).unwrap();
+        for r in decaying {
+            assert!(delta < wide.half_life(r).unwrap(), "rule {r}");
+        }
+    }
+
+    #[test]
+    fn no_write_strength_in_range_stretches_the_memory() {
+        // With a unit key, ‖W (I − β k kᵀ)‖ ≤ ‖W‖ for every β in [0, 1]
+        // (the eigenvalues are 1 and 1 − β); β = 3 would stretch it.
+        for seed in 0..5 {
+            for (p, m) in [(1, 1), (4, 3), (16, 8)] {
+                let mut rng = seeded(seed);
+                let k = unit(&randn(&mut rng, 1, p));
+                let w = randn(&mut rng, m, p);
+                let frob =
+                    |x: &Array2<f64>| x.iter().map(|a| a * a).sum::<f64>();
+                let along = |x: &Array2<f64>| {
+                    let r = x.dot(&k.row(0));
+                    r.dot(&r)
+                };
+                for beta in [0.0, 0.25, 0.5, 0.9, 1.0, 3.0] {
+                    let house = crate::paper::delta_rule::delta_transition(
+                        &k.row(0),
+                        beta,
+                    );
+                    let after = w.dot(&house);
+                    let ok = frob(&after) <= frob(&w) * (1.0 + 1e-12);
+                    assert_eq!(ok, beta <= 1.0 || along(&w) == 0.0, "β {beta}");
+                }
             }
         }
     }

@@ -957,4 +957,61 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_models_forward_is_the_chapters_recurrence_questions_included() {
+        // The reads at the questions are those of the chapter's
+        // rule_recurrent over all 2n tokens, fed the model's q, k, v and
+        // gates: every token, a question too, writes and then reads. The
+        // model's unit rows carry a norm ε of 1e-6, hence the tolerance.
+        use crate::paper::after::{Rule, rule_recurrent};
+        use ndarray::{Array1, Array2};
+        for mixer in Mixer::ALL.into_iter().filter(|&m| m != Mixer::Softmax) {
+            for (seed, (pairs, d)) in
+                [(3, 4), (5, 3), (7, 8)].into_iter().enumerate()
+            {
+                let shape = shape(pairs, d);
+                let mut rng = seeded(seed as u64);
+                let mut p: Params<f64> = Params::init(&mut rng, shape, mixer);
+                for x in p.g.iter_mut().chain(p.g_bias.iter_mut()) {
+                    *x = standard_normal(&mut rng);
+                }
+                let seq = shape.task.sample(&mut rng);
+                let mut w = Work::default();
+                run_sequence(mixer, shape, &p, &seq, None, &mut w).unwrap();
+                let len = 2 * pairs;
+                let gates = mixer.gates(d);
+                let m = |x: &[f64], cols| {
+                    Array2::from_shape_vec((len, cols), x.to_vec()).unwrap()
+                };
+                let (q, k, v) = (m(&w.q, d), m(&w.k, d), m(&w.v, d));
+                let gate = |i: usize| {
+                    Array1::from_shape_fn(len, |t| w.gate[t * gates + i])
+                };
+                let rule = match mixer {
+                    Mixer::Sum => Rule::Sum,
+                    Mixer::FixedDecay => Rule::FixedDecay(GAMMA),
+                    Mixer::ScalarDecay => Rule::ScalarDecay(gate(0)),
+                    Mixer::DiagonalGates => Rule::DiagonalGates(m(&w.gate, d)),
+                    Mixer::Delta => Rule::Delta(gate(0)),
+                    Mixer::GatedDelta => Rule::GatedDelta {
+                        alpha: gate(0),
+                        beta: gate(1),
+                    },
+                    Mixer::Softmax => unreachable!(),
+                };
+                let want = rule_recurrent(&rule, &q, &k, &v).unwrap().output;
+                for i in 0..pairs {
+                    for j in 0..d {
+                        let (got, want) =
+                            (w.y[i * d + j], want[[pairs + i, j]]);
+                        assert!(
+                            (got - want).abs() < 1e-5 * (1.0 + want.abs()),
+                            "{mixer:?} question {i}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

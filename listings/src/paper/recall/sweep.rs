@@ -267,6 +267,11 @@ mod tests {
         }
         let has = |prefix: &str| comments.iter().any(|c| c.starts_with(prefix));
         assert!(has("Machine: ") && has("Date: 20"));
+        // The time the runs took: the wall clock of the sweep, and each
+        // run's CPU seconds.
+        let machine = comments.iter().find(|c| c.starts_with("Machine: "));
+        assert!(machine.is_some_and(|m| m.contains(" minutes wall clock")));
+        assert!(records.iter().all(|r| r.seconds > 0.0));
         assert!(comments.contains(&budget_line()), "the budget line");
     }
 

@@ -91,3 +91,36 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
     Ok(params)
 }
 // ANCHOR_END: recall_train
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paper::recall::sweep::{PAIRS, SEEDS, run};
+    use crate::paper::recall::task::Token;
+    use std::collections::HashSet;
+
+    #[test]
+    fn no_test_sequence_is_among_the_sequences_a_model_trains_on() {
+        // The smallest runs, where a repeat is least unlikely: draw every
+        // training sequence as `trained` does (the weights first, then
+        // batch × steps sequences) and look for each test sequence there.
+        let key = |t: &[Token]| -> Vec<(usize, Option<usize>)> {
+            t.iter().map(|t| (t.key, t.value)).collect()
+        };
+        for mixer in Mixer::ALL {
+            for seed in SEEDS {
+                let r = run(mixer, PAIRS[0], seed);
+                let mut rng = seeded(r.seed);
+                let _: Params<f32> = Params::init(&mut rng, r.shape, r.mixer);
+                let seen: HashSet<_> = (0..r.budget.steps * r.budget.batch)
+                    .map(|_| key(&r.shape.task.sample(&mut rng).tokens))
+                    .collect();
+                let tests = test_set(&r);
+                assert_eq!(tests.len(), r.budget.tests);
+                for t in &tests {
+                    assert!(!seen.contains(&key(&t.tokens)), "{mixer:?}");
+                }
+            }
+        }
+    }
+}
