@@ -4,7 +4,9 @@
 //! core and prints each run as it finishes.
 
 use listings::measure::Machine;
-use listings::paper::recall::sweep::{budget_line, plan, run_all, to_tsv};
+use listings::paper::after::recall::sweep::{
+    budget_line, plan, run_all, to_tsv,
+};
 use std::path::Path;
 use std::time::Instant;
 

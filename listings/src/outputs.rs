@@ -304,7 +304,8 @@ pub const ALL: &[Output] = &[
     Output {
         name: "after-recall",
         run: || {
-            crate::paper::recall::sweep::RecallTable::committed().to_string()
+            crate::paper::after::recall::sweep::RecallTable::committed()
+                .to_string()
         },
     },
     Output {

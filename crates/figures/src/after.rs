@@ -3,8 +3,10 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::paper::recall::model::Mixer;
-use listings::paper::recall::sweep::{PAIRS, WIDTH, committed, mean_accuracy};
+use listings::paper::after::recall::model::Mixer;
+use listings::paper::after::recall::sweep::{
+    PAIRS, WIDTH, committed, mean_accuracy,
+};
 use listings::studies::{chapter_editing, chapter_fading};
 use plotters::prelude::*;
 

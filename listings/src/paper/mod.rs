@@ -7,5 +7,4 @@ pub mod capacity_sweep;
 pub mod delta_rule;
 pub mod feature_maps;
 pub mod fwp;
-pub mod recall;
 pub mod retrieval;

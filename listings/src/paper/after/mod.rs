@@ -17,6 +17,8 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use std::fmt;
 
+pub mod recall;
+
 // ANCHOR: rule
 /// The update rules of the family W_t = W_{t−1} A_t + B_t, each with the
 /// numbers it needs per token. Gates lie in (0, 1], write strengths β in

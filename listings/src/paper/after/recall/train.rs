@@ -2,8 +2,10 @@
 //! gradient, Adam; then the share of queries a fixed test set answers right.
 
 use crate::input::InputError;
-use crate::paper::recall::model::{Mixer, Params, Shape, Work, run_sequence};
-use crate::paper::recall::task::Sequence;
+use crate::paper::after::recall::model::{
+    Mixer, Params, Shape, Work, run_sequence,
+};
+use crate::paper::after::recall::task::Sequence;
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
 
@@ -95,8 +97,8 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paper::recall::sweep::{PAIRS, SEEDS, run};
-    use crate::paper::recall::task::Token;
+    use crate::paper::after::recall::sweep::{PAIRS, SEEDS, run};
+    use crate::paper::after::recall::task::Token;
     use std::collections::HashSet;
 
     #[test]

@@ -4,9 +4,9 @@
 
 use crate::data_file;
 use crate::measure::thread_cpu_seconds;
-use crate::paper::recall::model::{Mixer, Shape};
-use crate::paper::recall::task::Task;
-use crate::paper::recall::train::{Budget, Outcome, Run, train};
+use crate::paper::after::recall::model::{Mixer, Shape};
+use crate::paper::after::recall::task::Task;
+use crate::paper::after::recall::train::{Budget, Outcome, Run, train};
 use crate::table::Table;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -169,7 +169,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
 }
 
 /// The committed results of `cargo xtask recall`.
-pub const COMMITTED: &str = include_str!("../../../data/recall.tsv");
+pub const COMMITTED: &str = include_str!("../../../../data/recall.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {

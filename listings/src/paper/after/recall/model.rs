@@ -13,7 +13,7 @@
 //! cross-entropy of the right value, summed over the queries.
 
 use crate::input::InputError;
-use crate::paper::recall::task::{Sequence, Task, Token};
+use crate::paper::after::recall::task::{Sequence, Task, Token};
 use crate::paper::retrieval::adam::Weights;
 use crate::random::{BookRng, standard_normal};
 use num_traits::Float;
