@@ -235,8 +235,10 @@ fn one_hot(n: usize, i: usize) -> Array1<f64> {
     v
 }
 
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
+/// σ(x) = 1 / (1 + e⁻ˣ), at any float type (the recall models of "After
+/// the paper" use it at f32 and f64 too).
+pub fn sigmoid<F: num_traits::Float>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
 }
 
 /// φ(x) for one key or query.

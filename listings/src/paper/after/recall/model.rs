@@ -15,6 +15,7 @@
 use crate::input::InputError;
 use crate::paper::after::recall::task::{Sequence, Task, Token};
 use crate::paper::retrieval::adam::Weights;
+use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};
 use num_traits::Float;
 
@@ -126,10 +127,6 @@ pub struct Params<F> {
 
 fn c<F: Float>(x: f64) -> F {
     F::from(x).expect("a representable constant")
-}
-
-fn sigmoid<F: Float>(x: F) -> F {
-    F::one() / (F::one() + (-x).exp())
 }
 
 impl<F: Float> Params<F> {
