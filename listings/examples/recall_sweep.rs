@@ -3,6 +3,7 @@
 //! `cargo xtask recall`, which builds it in release mode; it uses every
 //! core and prints each run as it finishes.
 
+use listings::data_file::took;
 use listings::measure::Machine;
 use listings::paper::after::recall::sweep::{
     budget_line, plan, run_all, to_tsv,
@@ -38,8 +39,10 @@ fn main() {
         "Results of the trained recall comparison of \"After the paper\" (multi-query associative recall, one layer).".to_string(),
         "Made by `cargo xtask recall` (listings/examples/recall_sweep.rs); do not edit by hand.".to_string(),
         format!(
-            "Machine: {} ({} threads); {wall:.1} minutes wall clock, {cpu:.1} minutes of CPU time.",
-            machine.cpu, machine.cores
+            "Machine: {} ({} threads); {}.",
+            machine.cpu,
+            machine.cores,
+            took(wall, Some(cpu))
         ),
         format!("Date: {}", machine.date),
         budget_line(),

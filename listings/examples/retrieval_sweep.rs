@@ -6,6 +6,7 @@
 //! only those lanes and keeps the committed records of every other lane:
 //! the file is the one a full run would write, but for the time lines.
 
+use listings::data_file::took;
 use listings::measure::Machine;
 use listings::paper::retrieval::fast::step_flops;
 use listings::paper::retrieval::model::Layer;
@@ -123,12 +124,7 @@ fn main() {
     let minutes = start.elapsed().as_secs_f64() / 60.0;
     let cpu = cpu_minutes();
     let machine = Machine::now();
-    let time = format!(
-        "{minutes:.1} minutes wall clock, {}",
-        cpu.map_or("CPU time unknown".to_string(), |c| {
-            format!("{c:.1} minutes of CPU time")
-        })
-    );
+    let time = took(minutes, cpu);
     let est = estimate.into_inner().unwrap();
     eprintln!(
         "\nCPU time per lane (sum over its runs):\n{}",

@@ -20,6 +20,21 @@ pub fn write(
     out
 }
 
+/// How long the runs behind a data file took, as its provenance line
+/// says it: "W minutes wall clock, C minutes of CPU time".
+pub fn took(wall_minutes: f64, cpu_minutes: Option<f64>) -> String {
+    let cpu = cpu_minutes.map_or("CPU time unknown".to_string(), |c| {
+        format!("{c:.1} minutes of CPU time")
+    });
+    format!("{wall_minutes:.1} minutes wall clock, {cpu}")
+}
+
+/// The wall-clock minutes a provenance line records (see [`took`]).
+pub fn wall_minutes(line: &str) -> Option<f64> {
+    let (before, _) = line.split_once(" minutes wall clock")?;
+    before.rsplit(' ').next()?.parse().ok()
+}
+
 /// The fields of one record, and a way to say what is wrong with it.
 #[derive(Debug)]
 pub struct Fields<'a> {
@@ -102,5 +117,17 @@ mod tests {
         assert!(read("a\tb\n1\n", "a\tb").unwrap_err().contains("fields"));
         assert!(read("x\n", "a\tb").unwrap_err().contains("expected"));
         assert!(read("# only\n", "a\tb").unwrap_err().contains("header"));
+    }
+
+    #[test]
+    fn the_wall_minutes_of_a_provenance_line_read_back() {
+        for (wall, cpu) in
+            [(13.4, Some(13.3)), (0.5, None), (110.6, Some(82.8))]
+        {
+            let line =
+                format!("Machine: a CPU (2 threads); {}.", took(wall, cpu));
+            assert_eq!(wall_minutes(&line), Some(wall), "{line}");
+        }
+        assert_eq!(wall_minutes("Machine: a CPU"), None);
     }
 }
