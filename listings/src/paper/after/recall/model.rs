@@ -354,13 +354,11 @@ fn coefficients_back<F: Float>(
     }
 }
 
-/// That the weights fit the shape and are finite, and that the sequence
-/// is one of the task's: 2n tokens whose symbols exist, n answers.
-fn check<F: Float>(
+/// That the weights fit the shape and are finite.
+fn check_weights<F: Float>(
     mixer: Mixer,
     shape: Shape,
     params: &Params<F>,
-    seq: &Sequence,
 ) -> Result<(), InputError> {
     let (task, d) = (shape.task, shape.d);
     task.check()?;
@@ -390,6 +388,12 @@ fn check<F: Float>(
             });
         }
     }
+    Ok(())
+}
+
+/// That the sequence is one of the task's: 2n tokens whose symbols exist,
+/// a value at each of the first n only, n answers.
+fn check_sequence(task: Task, seq: &Sequence) -> Result<(), InputError> {
     let (len, n) = (seq.tokens.len(), seq.answers.len());
     if len != 2 * task.pairs || n != task.pairs {
         return Err(InputError::ShapeMismatch {
@@ -434,7 +438,43 @@ pub fn run_sequence<F: Float>(
     grad: Option<(&mut Params<F>, F)>,
     w: &mut Work<F>,
 ) -> Result<Scored<F>, InputError> {
-    check(mixer, shape, params, seq)?;
+    run_batch(mixer, shape, params, std::slice::from_ref(seq), grad, w)
+}
+
+/// [`run_sequence`] over several sequences, losses and answers summed:
+/// the weights are checked once for the batch, each sequence on its own.
+pub fn run_batch<F: Float>(
+    mixer: Mixer,
+    shape: Shape,
+    params: &Params<F>,
+    seqs: &[Sequence],
+    mut grad: Option<(&mut Params<F>, F)>,
+    w: &mut Work<F>,
+) -> Result<Scored<F>, InputError> {
+    check_weights(mixer, shape, params)?;
+    let mut total = Scored {
+        loss: F::zero(),
+        correct: 0,
+    };
+    for seq in seqs {
+        check_sequence(shape.task, seq)?;
+        let g = grad.as_mut().map(|(g, scale)| (&mut **g, *scale));
+        let one = score(mixer, shape, params, seq, g, w)?;
+        total.loss = total.loss + one.loss;
+        total.correct += one.correct;
+    }
+    Ok(total)
+}
+
+/// [`run_sequence`] on checked weights and a checked sequence.
+fn score<F: Float>(
+    mixer: Mixer,
+    shape: Shape,
+    params: &Params<F>,
+    seq: &Sequence,
+    grad: Option<(&mut Params<F>, F)>,
+    w: &mut Work<F>,
+) -> Result<Scored<F>, InputError> {
     let (task, d) = (shape.task, shape.d);
     let (len, n, gates) = (seq.tokens.len(), task.pairs, mixer.gates(d));
     let unit = mixer != Mixer::Softmax;

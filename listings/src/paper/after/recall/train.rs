@@ -3,7 +3,7 @@
 
 use crate::input::InputError;
 use crate::paper::after::recall::model::{
-    Mixer, Params, Shape, Work, run_sequence,
+    Mixer, Params, Shape, Work, run_batch, run_sequence,
 };
 use crate::paper::after::recall::task::Sequence;
 use crate::paper::retrieval::adam::{Adam, Weights};
@@ -83,11 +83,11 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
     let scale = 1.0 / (run.budget.batch * run.shape.task.pairs) as f32;
     for _ in 0..run.budget.steps {
         let mut grad = params.zeros_like();
-        for _ in 0..run.budget.batch {
-            let seq = run.shape.task.sample(&mut rng);
-            let g = Some((&mut grad, scale));
-            run_sequence(run.mixer, run.shape, &params, &seq, g, &mut work)?;
-        }
+        let batch: Vec<Sequence> = (0..run.budget.batch)
+            .map(|_| run.shape.task.sample(&mut rng))
+            .collect();
+        let g = Some((&mut grad, scale));
+        run_batch(run.mixer, run.shape, &params, &batch, g, &mut work)?;
         adam.update(&mut params, &grad);
     }
     Ok(params)
