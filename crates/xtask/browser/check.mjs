@@ -170,6 +170,15 @@ async function newTab(context, origin) {
   page.on('response', (r) => {
     if (r.status() >= 400) tab.errors.push(`HTTP ${r.status()} for ${short(r.url())}`);
   });
+  // The book must read with the network off: anything it asks of another
+  // host (a CDN's stylesheet, a web font, an image) is reported, whether
+  // or not this machine could reach it.
+  page.on('request', (r) => {
+    const url = new URL(r.url());
+    if (['http:', 'https:', 'ws:', 'wss:'].includes(url.protocol) && url.origin !== origin) {
+      tab.errors.push(`request leaves the book: ${r.url()}`);
+    }
+  });
   // Never let the print page's window.print() or anything else block.
   await page.addInitScript(() => { window.print = () => {}; });
   return tab;

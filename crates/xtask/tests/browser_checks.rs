@@ -123,7 +123,9 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                 "second.html",
                 "</main>",
                 "<a href=\"third.html\">on</a><script>console.error('boom')\
-                 </script><script>noSuchFunction()</script></main>",
+                 </script><script>noSuchFunction()</script>\
+                 <img alt=\"remote\" src=\"https://example.invalid/a.png\">\
+                 </main>",
             );
             tamper(
                 d,
@@ -165,6 +167,11 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                  in the book",
             ),
             ("a console error", "second.html: console error: boom"),
+            (
+                "a request to another host",
+                "second.html: request leaves the book: \
+                 https://example.invalid/a.png",
+            ),
             (
                 "an uncaught exception",
                 "second.html: uncaught exception: noSuchFunction is not \

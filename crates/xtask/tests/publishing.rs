@@ -47,3 +47,22 @@ fn the_pages_workflow_tests_then_publishes_the_checked_book() {
         "/${{ github.repository }}/edit/${{ github.ref_name }}/{path}"
     ));
 }
+
+#[test]
+fn every_build_recompiles_and_reruns_the_listings() {
+    // mdBook starts each preprocessor with `cargo run`, which rebuilds a
+    // changed listing before the experiments run again: no stale binary.
+    let text = fs::read_to_string(root().join("book.toml")).unwrap();
+    let commands: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("command ="))
+        .map(|l| l.split('"').nth(1).unwrap())
+        .collect();
+    assert!(!commands.is_empty(), "book.toml names no preprocessor command");
+    for command in commands {
+        assert!(
+            command.starts_with("cargo run --quiet --package mdbook-listings"),
+            "{command}"
+        );
+    }
+}
