@@ -58,7 +58,10 @@ fn every_build_recompiles_and_reruns_the_listings() {
         .filter(|l| l.trim_start().starts_with("command ="))
         .map(|l| l.split('"').nth(1).unwrap())
         .collect();
-    assert!(!commands.is_empty(), "book.toml names no preprocessor command");
+    assert!(
+        !commands.is_empty(),
+        "book.toml names no preprocessor command"
+    );
     for command in commands {
         assert!(
             command.starts_with("cargo run --quiet --package mdbook-listings"),

@@ -144,6 +144,15 @@ pub struct Eigen {
 pub const JACOBI_MAX_SWEEPS: usize = 60;
 
 // ANCHOR: jacobi_eigen
+/// The rotation (c, s) in the plane (p, q) that zeroes a_pq of Jᵀ a J,
+/// from a_pp, a_qq and a_pq ≠ 0: t = tan θ, the smaller root.
+fn zeroing_rotation(app: f64, aqq: f64, apq: f64) -> (f64, f64) {
+    let theta = (aqq - app) / (2.0 * apq);
+    let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+    let c = 1.0 / (t * t + 1.0).sqrt();
+    (c, t * c)
+}
+
 /// Eigen-decomposition of a symmetric a: (n, n) by Jacobi's method: rotate
 /// in one plane (p, q) at a time so that a_pq becomes 0, a ← Jᵀ a J, and
 /// collect the rotations in V, until every a_pq is at rounding level.
@@ -161,12 +170,8 @@ pub fn jacobi_eigen(a: &ArrayRef2<f64>) -> Result<Eigen, InputError> {
                 if a[[p, q]].abs() <= tiny {
                     continue;
                 }
-                // The angle that zeroes a_pq: t = tan θ, the smaller root.
-                let theta = (a[[q, q]] - a[[p, p]]) / (2.0 * a[[p, q]]);
-                let t = theta.signum()
-                    / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                rotate(&mut a, &mut v, p, q, c, t * c);
+                let (c, s) = zeroing_rotation(a[[p, p]], a[[q, q]], a[[p, q]]);
+                rotate(&mut a, &mut v, p, q, c, s);
                 (a[[p, q]], a[[q, p]]) = (0.0, 0.0); // zero by construction
                 rotated = true;
             }
@@ -735,6 +740,88 @@ mod tests {
         keys.row_mut(1).fill(0.0);
         let e = msg(pairwise_overlaps(&keys).err().unwrap());
         assert!(e.contains("zero key is 1"), "{e}");
+    }
+
+    #[test]
+    fn one_rotation_zeroes_its_entry_and_moves_its_weight_to_the_diagonal() {
+        let off = |a: &Array2<f64>| -> f64 {
+            let mut sum = 0.0;
+            for ((i, j), x) in a.indexed_iter() {
+                if i != j {
+                    sum += x * x;
+                }
+            }
+            sum
+        };
+        let diag =
+            |a: &Array2<f64>| a.diag().iter().map(|x| x * x).sum::<f64>();
+        for seed in 0..10 {
+            for n in [2, 3, 6, 11] {
+                let g = randn(&mut seeded(seed), n, n);
+                let a = &g + &g.t();
+                for (p, q) in [(0, 1), (0, n - 1), (n / 2, n - 1)] {
+                    if p == q {
+                        continue;
+                    }
+                    let (c, s) =
+                        zeroing_rotation(a[[p, p]], a[[q, q]], a[[p, q]]);
+                    let mut turned = a.clone();
+                    let mut v = Array2::<f64>::eye(n);
+                    rotate(&mut turned, &mut v, p, q, c, s);
+                    let scale = diag(&a) + off(&a);
+                    assert!(turned[[p, q]].abs() < 1e-12 * scale.sqrt());
+                    assert!(turned[[q, p]].abs() < 1e-12 * scale.sqrt());
+                    let moved = 2.0 * a[[p, q]] * a[[p, q]];
+                    assert_relative_eq!(
+                        off(&a) - off(&turned),
+                        moved,
+                        epsilon = 1e-10 * scale
+                    );
+                    assert_relative_eq!(
+                        diag(&turned) - diag(&a),
+                        moved,
+                        epsilon = 1e-10 * scale
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numerical_rank_counts_the_nonzero_singular_values() {
+        for seed in 0..10 {
+            for (n, d, r) in
+                [(6, 6, 6), (12, 5, 3), (20, 30, 4), (8, 40, 8), (9, 9, 1)]
+            {
+                let mut rng = seeded(seed);
+                let keys = randn(&mut rng, n, r).dot(&randn(&mut rng, r, d));
+                let sigma = singular_values(&keys).unwrap();
+                let nonzero = sigma.iter().filter(|&&x| x > 0.0).count();
+                assert_eq!(numerical_rank(&keys, RANK_TOL), nonzero);
+                assert_eq!(nonzero, r, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_direction_makes_the_overlaps_near_rho_on_average() {
+        for seed in 0..5 {
+            for d in [64, 256] {
+                for rho in [0.0, 0.3, 0.6, 0.9] {
+                    let keys = correlated_keys(&mut seeded(seed), 32, d, rho);
+                    let o = pairwise_overlaps(&keys).unwrap();
+                    let mean = o.mean().unwrap();
+                    assert!(
+                        (mean - rho).abs() < 0.1,
+                        "d {d} rho {rho}: {mean}"
+                    );
+                    if rho == 0.0 {
+                        let ratio = rms(&o.to_vec()) * (d as f64).sqrt();
+                        assert!((0.8..1.2).contains(&ratio), "d {d}: {ratio}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
