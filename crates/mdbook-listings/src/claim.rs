@@ -342,15 +342,11 @@ pub(crate) fn appendix(
                 let name = function_name(name);
                 let place =
                     format!("<code>{name}</code>, {}:{}", test.file, test.line);
-                // The build's own checks are tested on small broken books,
-                // whose directives mdBook would expand, or refuse, if
-                // quoted here: those tests are named, not quoted.
-                let fixture = test.file.starts_with("crates/xtask/");
-                if sources && fixture {
+                if sources && is_the_builds_own(&test.file) {
                     let _ = writeln!(
                         out,
                         "{place} (a test of the build itself: it builds small \
-                         broken books, and its code is not quoted here)\n"
+                         books, and its code is not quoted here)\n"
                     );
                 } else if sources {
                     let code = test.source.replace("{{#", "\\{{#");
@@ -367,6 +363,16 @@ pub(crate) fn appendix(
         out.push_str("</div>\n\n");
     }
     out
+}
+
+/// The build's own checks (the `xtask` crate) and this preprocessor are
+/// tested on small books whose directives mdBook would expand, or refuse,
+/// if their source were quoted in the appendix: their tests are named, not
+/// quoted.
+fn is_the_builds_own(file: &str) -> bool {
+    ["crates/xtask/", "crates/mdbook-listings/"]
+        .iter()
+        .any(|dir| file.starts_with(dir))
 }
 
 /// Is this line the appendix's directive?
@@ -480,6 +486,47 @@ mod tests {
             "fn other exists in the \
              workspace in that module"
         ));
+    }
+
+    #[test]
+    fn the_builds_own_tests_are_named_not_quoted() {
+        let src = scratch("claims-own");
+        for dir in ["crates/xtask/tests", "crates/mdbook-listings/src"] {
+            let dir = src.join("..").join(dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let code = CODE.replace("rows_sum_to_one", "checks_the_build");
+            std::fs::write(dir.join("t.rs"), code).unwrap();
+        }
+        std::fs::write(src.join("../code/tests.rs"), CODE).unwrap();
+        let one = "# One\n\nIt checks. {{#claim checks_the_build}}\n\
+                   Rows sum to one. {{#claim rows_sum_to_one}}\n";
+        let out = run(
+            &src,
+            vec![
+                chapter("One", "part/one.md", json!([1]), one),
+                chapter(
+                    "Claims",
+                    "claims.md",
+                    Value::Null,
+                    "# Claims and their tests\n\n{{#claims}}\n",
+                ),
+            ],
+        )
+        .unwrap();
+        let page = &out[1];
+        for file in
+            ["crates/xtask/tests/t.rs", "crates/mdbook-listings/src/t.rs"]
+        {
+            assert!(
+                page.contains(&format!(
+                    "<code>checks_the_build</code>, {file}:7 (a test of the \
+                     build itself"
+                )),
+                "{page}"
+            );
+        }
+        assert!(!page.contains("fn checks_the_build()"), "{page}");
+        assert!(page.contains("\nfn rows_sum_to_one() {"), "{page}");
     }
 
     #[test]
