@@ -1743,4 +1743,29 @@ mod tests {
             assert!(busy > 0.0);
         }
     }
+
+    #[test]
+    fn linear_work_beats_quadratic_work_by_any_constant_factor_at_long_enough_lengths()
+     {
+        // The counted work of the parallel form over that of the recurrent
+        // form grows in proportion to N: whatever the factor, some length
+        // passes it, and every longer length stays past it.
+        use crate::appendix::speed::{Timed, arithmetic};
+        for (p, m) in [(8, 8), (32, 32), (64, 16)] {
+            let ratio = |n: usize| {
+                arithmetic(Timed::Parallel, n, p, m, 1)
+                    / arithmetic(Timed::Recurrent, n, p, m, 1)
+            };
+            for factor in [1.0, 10.0, 1000.0] {
+                let from = (1..1 << 20)
+                    .find(|&n| ratio(n) > factor)
+                    .expect("a length past the factor");
+                for n in [from, from + 1, 2 * from, 1000 * from] {
+                    assert!(ratio(n) > factor, "p {p} m {m} N {n}");
+                }
+                let doubled = ratio(2 * from) / ratio(from);
+                assert!((doubled - 2.0).abs() < 1e-12, "{doubled}");
+            }
+        }
+    }
 }
