@@ -1232,8 +1232,8 @@ mod tests {
                 for (kind, factors) in cases {
                     let mut s_t = Array2::<f64>::zeros((3, 5));
                     let mut recurrent = Array2::<f64>::zeros((n, 3));
-                    for t in 0..n {
-                        s_t *= factors[t];
+                    for (t, &a_t) in factors.iter().enumerate() {
+                        s_t *= a_t;
                         fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
                         recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
                     }
