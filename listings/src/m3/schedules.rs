@@ -1768,4 +1768,34 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn counted_work_grows_as_n_squared_for_the_score_forms_and_as_n_for_the_others()
+     {
+        // The operations each of the five timed forms performs (counted on
+        // its f32 twin by Appendix E's tests), at the timing study's
+        // lengths, widths and chunk size.
+        use crate::appendix::speed::{Timed, arithmetic};
+        let timed = |form: Form| match form {
+            Form::ScoresFirst => Timed::ScoresFirst,
+            Form::MemoryFirst => Timed::MemoryFirst,
+            Form::Parallel => Timed::Parallel,
+            Form::Recurrent => Timed::Recurrent,
+            Form::Chunkwise => Timed::Chunkwise,
+        };
+        let (p, m, c) = (TIMING.d, TIMING.m, TIMING.chunk);
+        for pair in TIMING.lengths.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let x = b as f64 / a as f64;
+            for form in FORMS {
+                let ops = |n| arithmetic(timed(form), n, p, m, c);
+                let grown = ops(b) / ops(a);
+                let want = match form {
+                    Form::ScoresFirst | Form::Parallel => x * x,
+                    _ => x,
+                };
+                assert!((grown - want).abs() < 1e-12, "{form:?}: {grown}");
+            }
+        }
+    }
 }
