@@ -249,7 +249,7 @@ impl fmt::Display for MemoryTable<'_> {
         if let Some(last) = rows.last() {
             write!(
                 f,
-                "\nat N = {}, the score matrix holds {} times the floats of \
+                "\nat N = {}, the score matrix holds {} times\nthe floats of \
                  the KV cache",
                 group_digits(last.n),
                 group_digits(last.score_floats / last.cache_floats)
@@ -483,14 +483,20 @@ mod tests {
         assert!(factors.windows(2).all(|w| w[1] > w[0]), "{factors:?}");
         assert!(factors[0] > 1, "{factors:?}");
         let printed = MemoryTable(&table).to_string();
-        let last = printed.lines().last().unwrap();
+        let lines: Vec<&str> = printed.lines().collect();
+        let last = lines[lines.len() - 2..].join("\n");
         let (n, factor) = (table.rows[4].n, factors[4]);
         let want = format!(
-            "at N = {}, the score matrix holds {} times the floats of the KV cache",
+            "at N = {}, the score matrix holds {} times\nthe floats of the KV \
+             cache",
             group_digits(n),
             group_digits(factor)
         );
         assert_eq!(last, want);
+        // No wider than the table above it.
+        let widest = lines[..lines.len() - 2].iter().map(|l| l.chars().count());
+        let widest = widest.max().unwrap();
+        assert!(lines.iter().all(|l| l.chars().count() <= widest));
     }
 
     #[test]
