@@ -213,19 +213,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "schedules-chunkwise",
-        run: || {
-            let (lengths, chunks) = ([1, 12, 100, 1000], [1, 7, 64, 4096]);
-            crate::m3::schedules::chunkwise_study(&lengths, &chunks, 3)
-                .to_string()
-        },
+        run: || crate::m3::schedules::chapter_chunkwise_table().to_string(),
     },
     Output {
         name: "schedules-memory",
-        run: || {
-            let lengths = [1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16];
-            crate::m3::schedules::memory_table(&lengths, 32, 32, 64, 8)
-                .to_string()
-        },
+        run: || crate::m3::schedules::chapter_memory_table().to_string(),
     },
     Output {
         name: "schedules-timing",

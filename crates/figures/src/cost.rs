@@ -12,9 +12,10 @@ use plotters::prelude::*;
 /// Width of keys, queries and values (one head), as in the cost tables.
 const D: u64 = 64;
 
-/// Two log-log panels, one above the other: floats held against N, and
-/// FLOPs of one decoding step against the position t of the token.
-pub fn attention_cost() -> String {
+/// The lines of the two panels: floats held against N (score matrix, KV
+/// cache, fixed state), and FLOPs of one decoding step against t
+/// (softmax with a KV cache, fixed state).
+fn cost_lines() -> ([Line; 3], [Line; 2]) {
     let lengths: Vec<u64> = (6..=18).step_by(2).map(|e| 1 << e).collect();
     let line = |name: &str, style, f: &dyn Fn(u64) -> u64| Line {
         name: name.to_string(),
@@ -31,6 +32,13 @@ pub fn attention_cost() -> String {
         line("softmax with KV cache", 1, &|t| decode_flops(t, D, D)),
         line("fixed S and z", 2, &|_| fixed_state_step_flops(D, D)),
     ];
+    (held, work)
+}
+
+/// Two log-log panels, one above the other: floats held against N, and
+/// FLOPs of one decoding step against the position t of the token.
+pub fn attention_cost() -> String {
+    let (held, work) = cost_lines();
     let mut svg = String::new();
     {
         let root =
@@ -52,4 +60,36 @@ pub fn attention_cost() -> String {
         root.present().expect("drawing into a string cannot fail");
     }
     themeable(&svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use listings::m3::schedules::loglog_slope;
+
+    #[test]
+    fn the_cost_figures_lines_have_slopes_two_one_and_zero_and_cross_once() {
+        let (held, work) = cost_lines();
+        let slopes = |lines: &[Line]| -> Vec<f64> {
+            lines.iter().map(|l| loglog_slope(&l.points)).collect()
+        };
+        // Top: the score matrix N², the cache N, the fixed state flat.
+        for (got, want) in slopes(&held).iter().zip([2.0, 1.0, 0.0]) {
+            assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        }
+        // Bottom: the softmax step t, the fixed step flat ...
+        for (got, want) in slopes(&work).iter().zip([1.0, 0.0]) {
+            assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        }
+        // ... below it at the first point, above from the next on, with a
+        // gap that widens at every later point.
+        let gaps: Vec<f64> = work[0]
+            .points
+            .iter()
+            .zip(&work[1].points)
+            .map(|(s, f)| s.1 - f.1)
+            .collect();
+        assert!(gaps[0] < 0.0 && gaps[1] > 0.0, "{gaps:?}");
+        assert!(gaps.windows(2).all(|w| w[1] > w[0]), "{gaps:?}");
+    }
 }

@@ -1,7 +1,7 @@
 //! The timing figure of "Two faces of one computation": every schedule of
-//! linear attention timed on the machine that builds the book. The only
-//! kind of figure that differs between builds; it says where and when it
-//! was measured.
+//! linear attention timed on the machine that builds the book. With the
+//! chunk-size figure of Appendix E, one of the two figures that differ
+//! between builds; it says where, when and on which clock it was measured.
 
 use crate::lines::{Axes, Line, panel_with_notes};
 use listings::m3::schedules::FORMS;
@@ -68,4 +68,49 @@ fn decade_below(x: f64) -> f64 {
 /// The power of ten at or above x.
 fn decade_above(x: f64) -> f64 {
     10f64.powf(x.log10().ceil())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timing_figure_and_its_output_show_one_run() {
+        // The legend's slopes are the ones the output prints, and the notes
+        // under the plot are the output's provenance lines.
+        let svg = schedules_timing();
+        let output = listings::outputs::find("schedules-timing").unwrap();
+        let printed = (output.run)();
+        let lines: Vec<&str> = printed.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("slope of log time"))
+            .unwrap();
+        let slopes: Vec<&str> = lines[at + 1].split_whitespace().collect();
+        assert_eq!(slopes.len(), FORMS.len());
+        for (form, slope) in FORMS.iter().zip(slopes) {
+            let legend = format!("{} (", form.name());
+            let entry = svg.find(&legend).unwrap_or_else(|| panic!("{legend}"));
+            let tail = &svg[entry..];
+            assert!(
+                tail[..tail.find('<').unwrap()]
+                    .trim_end()
+                    .ends_with(&format!("slope {slope}")),
+                "{form:?}: {slope}"
+            );
+        }
+        let study = measured_timing();
+        for note in study.provenance().lines() {
+            assert!(printed.contains(note), "{note}");
+            assert!(svg.contains(&escape(note)), "{note}");
+        }
+        assert!(svg.contains(study.clock.describe()));
+    }
+
+    /// The text as an SVG writes it.
+    fn escape(text: &str) -> String {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    }
 }

@@ -245,7 +245,17 @@ impl fmt::Display for MemoryTable<'_> {
                 bytes(r.state_floats * b).to_string(),
             ]);
         }
-        write!(f, "{table}")
+        write!(f, "{table}")?;
+        if let Some(last) = rows.last() {
+            write!(
+                f,
+                "\nat N = {}, the score matrix holds {} times\nthe floats of \
+                 the KV cache",
+                group_digits(last.n),
+                group_digits(last.score_floats / last.cache_floats)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -413,18 +423,80 @@ mod tests {
 
     #[test]
     fn a_past_query_is_never_read_again() {
-        // Rewrite every query but the last: the last output does not move,
-        // so a decoder need not keep past queries, only keys and values.
+        // Rewrite every query but query t: output t does not move, bit for
+        // bit, so query t is read at its own step only, and a decoder need
+        // not keep past queries. With t the last, as the chapter says.
         for seed in 0..5 {
-            let [q, k, v] = random(seed, 20, 6, 4);
-            let [other, _, _] = random(seed + 50, 20, 6, 4);
-            let mut q2 = other.clone();
-            q2.row_mut(19).assign(&q.row(19));
-            let a = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
-            let b = softmax_attention(&q2, &k, &v, Mask::Causal).unwrap();
-            assert_eq!(a.output.row(19), b.output.row(19));
-            assert_ne!(a.output.row(18), b.output.row(18));
+            for t in [0, 7, 19] {
+                let [q, k, v] = random(seed, 20, 6, 4);
+                let [other, _, _] = random(seed + 50, 20, 6, 4);
+                let mut q2 = other.clone();
+                q2.row_mut(t).assign(&q.row(t));
+                let a = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+                let b = softmax_attention(&q2, &k, &v, Mask::Causal).unwrap();
+                // (Row 0 reads one key only, so it is v_1 whatever query 0
+                // is; every other row moves with its query.)
+                for j in 0..20 {
+                    let same = a.output.row(j) == b.output.row(j);
+                    let want = j == t || j == 0;
+                    assert_eq!(same, want, "seed {seed}, t {t}, row {j}");
+                }
+            }
         }
+    }
+
+    #[test]
+    fn a_key_and_value_are_read_by_every_later_query() {
+        // Rewrite key j and value j: every output from j on moves, none
+        // before it.
+        for seed in 0..5 {
+            for j in [0, 7, 19] {
+                let [q, k, v] = random(seed, 20, 6, 4);
+                let [_, other_k, other_v] = random(seed + 50, 20, 6, 4);
+                let (mut k2, mut v2) = (k.clone(), v.clone());
+                k2.row_mut(j).assign(&other_k.row(j));
+                v2.row_mut(j).assign(&other_v.row(j));
+                let a = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+                let b = softmax_attention(&q, &k2, &v2, Mask::Causal).unwrap();
+                for t in 0..20 {
+                    let same = a.output.row(t) == b.output.row(t);
+                    assert_eq!(same, t < j, "seed {seed}, j {j}, row {t}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_score_matrix_outgrows_the_cache_by_n_over_d_plus_m() {
+        // The factor the memory table's last line prints: N²/(N(d + m)),
+        // growing down the table, and larger than one long before its end.
+        let table = cost_table(&crate::outputs::COST_LENGTHS, 64, 2);
+        let factors: Vec<u64> = table
+            .rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r.score_floats % r.cache_floats, 0);
+                assert_eq!(r.score_floats / r.cache_floats, r.n / 128);
+                r.score_floats / r.cache_floats
+            })
+            .collect();
+        assert!(factors.windows(2).all(|w| w[1] > w[0]), "{factors:?}");
+        assert!(factors[0] > 1, "{factors:?}");
+        let printed = MemoryTable(&table).to_string();
+        let lines: Vec<&str> = printed.lines().collect();
+        let last = lines[lines.len() - 2..].join("\n");
+        let (n, factor) = (table.rows[4].n, factors[4]);
+        let want = format!(
+            "at N = {}, the score matrix holds {} times\nthe floats of the KV \
+             cache",
+            group_digits(n),
+            group_digits(factor)
+        );
+        assert_eq!(last, want);
+        // No wider than the table above it.
+        let widest = lines[..lines.len() - 2].iter().map(|l| l.chars().count());
+        let widest = widest.max().unwrap();
+        assert!(lines.iter().all(|l| l.chars().count() <= widest));
     }
 
     #[test]
@@ -525,19 +597,26 @@ mod tests {
 
     #[test]
     fn doubling_n_quadruples_the_scores_and_doubles_the_cache() {
-        let lengths = [1 << 10, 1 << 11, 1 << 12, 1 << 13];
-        let table = cost_table(&lengths, 64, 2);
-        for pair in table.rows.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            assert_eq!(b.score_floats, 4 * a.score_floats);
-            assert_eq!(b.cache_floats, 2 * a.cache_floats);
-            assert_eq!(b.decode_flops, 2 * a.decode_flops);
-            // Total decoding work is quadratic: n(n + 1)(d + m).
-            assert_eq!(b.decode_flops_total, b.n * (b.n + 1) * 128);
-            // The fixed state: same size, same work per token.
-            assert_eq!(b.state_floats, a.state_floats);
-            assert_eq!(b.state_step_flops, a.state_step_flops);
-            assert_eq!(b.state_flops_total, 2 * a.state_flops_total);
+        // A table that doubles N, and the chapter's, whose N grows by four
+        // from row to row: the scores grow by the factor squared, the cache
+        // and the step for token N by the factor, the fixed state not.
+        let doubling = [1 << 10, 1 << 11, 1 << 12, 1 << 13];
+        for lengths in [&doubling[..], &crate::outputs::COST_LENGTHS[..]] {
+            let table = cost_table(lengths, 64, 2);
+            for pair in table.rows.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                let x = b.n / a.n;
+                assert!(x > 1 && b.n == x * a.n);
+                assert_eq!(b.score_floats, x * x * a.score_floats);
+                assert_eq!(b.cache_floats, x * a.cache_floats);
+                assert_eq!(b.decode_flops, x * a.decode_flops);
+                // Total decoding work is quadratic: n(n + 1)(d + m).
+                assert_eq!(b.decode_flops_total, b.n * (b.n + 1) * 128);
+                // The fixed state: same size, same work per token.
+                assert_eq!(b.state_floats, a.state_floats);
+                assert_eq!(b.state_step_flops, a.state_step_flops);
+                assert_eq!(b.state_flops_total, x * a.state_flops_total);
+            }
         }
     }
 

@@ -84,6 +84,23 @@ pub fn linear_attention_chunkwise(
 }
 // ANCHOR_END: linear_attention_chunkwise
 
+/// Lengths, chunk sizes and seeds of the chapter's chunkwise table.
+pub const CHUNKWISE_LENGTHS: [usize; 4] = [1, 12, 100, 1000];
+pub const CHUNKWISE_CHUNKS: [usize; 4] = [1, 7, 64, 4096];
+pub const CHUNKWISE_SEEDS: u64 = 3;
+
+/// The chapter's chunkwise table.
+pub fn chapter_chunkwise_table() -> ChunkwiseTable {
+    chunkwise_study(&CHUNKWISE_LENGTHS, &CHUNKWISE_CHUNKS, CHUNKWISE_SEEDS)
+}
+
+/// The chapter's memory table: N from 2⁸ to 2¹⁶, four times longer from
+/// row to row; p = m = 32, chunks of 64, floats of 8 bytes.
+pub fn chapter_memory_table() -> MemoryTable {
+    let lengths = [1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16];
+    memory_table(&lengths, 32, 32, 64, 8)
+}
+
 /// The chunkwise form against the other two: for each length and each
 /// chunk size, the largest row-relative difference over the seeds from
 /// the recurrent form and from the parallel form (φ = elu+1, random
@@ -557,12 +574,37 @@ impl TimingStudy {
 }
 
 /// Time every form at every length of `config` on the same random inputs
-/// (φ = elu+1, computed before any clock starts), and keep the median of
-/// each. The study runs `reps` rounds, and each round times every form at
-/// every length, so that a slow moment of the machine touches one sample
-/// of many cells rather than every sample of one.
+/// (φ = elu+1, computed before any clock starts) on this thread, and keep
+/// the median of each (see [`timing_rows`]).
 pub fn timing_study(config: &TimingConfig) -> TimingStudy {
     let clock = Clock::best();
+    let rows = timing_rows(config, |form, [phi_q, phi_k, v]| {
+        time_once(clock, || {
+            form.run(phi_q, phi_k, v, config.chunk)
+                .expect("the shapes agree")
+        })
+    });
+    TimingStudy {
+        d: config.d,
+        m: config.m,
+        chunk: config.chunk,
+        reps: config.reps,
+        seed: config.seed,
+        clock,
+        machine: Machine::now(),
+        rows,
+    }
+}
+
+/// The rows of the timing study, with `time` timing one call of a form on
+/// the inputs of one length. The study runs `reps` rounds, and each round
+/// times every form at every length once, in turn, so that a slow moment
+/// of the machine touches one sample of many cells rather than every
+/// sample of one; each cell keeps the median of its `reps` samples.
+pub fn timing_rows(
+    config: &TimingConfig,
+    mut time: impl FnMut(Form, &[Array2<f64>; 3]) -> f64,
+) -> Vec<TimingRow> {
     let inputs: Vec<[Array2<f64>; 3]> = config
         .lengths
         .iter()
@@ -575,16 +617,13 @@ pub fn timing_study(config: &TimingConfig) -> TimingStudy {
         .collect();
     let mut samples = vec![[(); 5].map(|_| Vec::new()); inputs.len()];
     for _ in 0..config.reps {
-        for ([phi_q, phi_k, v], cells) in inputs.iter().zip(&mut samples) {
-            for (form, times) in FORMS.iter().zip(cells) {
-                times.push(time_once(clock, || {
-                    form.run(phi_q, phi_k, v, config.chunk)
-                        .expect("the shapes agree")
-                }));
+        for (qkv, cells) in inputs.iter().zip(&mut samples) {
+            for (&form, times) in FORMS.iter().zip(cells) {
+                times.push(time(form, qkv));
             }
         }
     }
-    let rows = config
+    config
         .lengths
         .iter()
         .zip(&samples)
@@ -592,17 +631,7 @@ pub fn timing_study(config: &TimingConfig) -> TimingStudy {
             n,
             seconds: [0, 1, 2, 3, 4].map(|i| median(&cells[i])),
         })
-        .collect();
-    TimingStudy {
-        d: config.d,
-        m: config.m,
-        chunk: config.chunk,
-        reps: config.reps,
-        seed: config.seed,
-        clock,
-        machine: Machine::now(),
-        rows,
-    }
+        .collect()
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -736,15 +765,17 @@ mod tests {
     fn state_after_each_chunk_is_the_memory_of_the_prefix() {
         // Associativity: whatever the chunk boundaries, the carried S and z
         // are the sums of the writes of every token so far.
-        for seed in 0..5 {
-            for chunk in [1, 3, 7, 16] {
-                let [phi_q, phi_k, v] = random(seed, 50, 5, 4);
+        for (seed, (n, p, m)) in
+            (0..5).flat_map(|s| [(50, 5, 4), (23, 8, 1)].map(|x| (s, x)))
+        {
+            for chunk in [1, 3, 7, 16, 64] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
                 let mut memory = Memory {
-                    s: Array2::zeros((4, 5)),
-                    z: Array1::zeros(5),
+                    s: Array2::zeros((m, p)),
+                    z: Array1::zeros(p),
                 };
-                for start in (0..50).step_by(chunk) {
-                    let end = (start + chunk).min(50);
+                for start in (0..n).step_by(chunk) {
+                    let end = (start + chunk).min(n);
                     let rows = s![start..end, ..];
                     chunk_step(
                         &mut memory,
@@ -765,10 +796,10 @@ mod tests {
 
     #[test]
     fn chunkwise_form_is_causal() {
-        for seed in 0..5 {
+        for (seed, t) in (0..5).flat_map(|s| [0, 7, 21, 38].map(|t| (s, t))) {
             let [phi_q, phi_k, v] = random(seed, 40, 6, 3);
             let [_, other_k, other_v] = random(seed + 100, 40, 6, 3);
-            let t = 21; // replace every key and value after position t
+            // replace every key and value after position t
             let (mut k2, mut v2) = (phi_k.clone(), v.clone());
             k2.slice_mut(s![t + 1.., ..])
                 .assign(&other_k.slice(s![t + 1.., ..]));
@@ -860,15 +891,26 @@ mod tests {
     #[test]
     fn state_jacobian_over_many_steps_is_still_the_identity() {
         // ∂S_t/∂S_0 is a product of identities: a change to the state moves
-        // every later state by exactly that change, however long ago.
+        // every later state by exactly that change, however long ago. So
+        // S_t is S_0 plus the sum of the writes.
         for seed in 0..5 {
-            let [_, phi_k, v] = random(seed, 200, 4, 3);
-            let steps = |s: &Array2<f64>| {
-                (0..200).fold(s.clone(), |s, t| write_step(&v, &phi_k, t)(&s))
-            };
-            let j = state_jacobian(steps, &Array2::zeros((3, 4)), 1e-3);
-            let eye = Array2::<f64>::eye(12);
-            assert_relative_eq!(j, eye, epsilon = 1e-8);
+            for n in [1, 37, 200] {
+                let [_, phi_k, v] = random(seed, n, 4, 3);
+                let steps = |s: &Array2<f64>| {
+                    (0..n).fold(s.clone(), |s, t| write_step(&v, &phi_k, t)(&s))
+                };
+                let s0 = randn(&mut seeded(seed + 20), 3, 4) * 5.0;
+                let j = state_jacobian(steps, &s0, 1e-3);
+                let eye = Array2::<f64>::eye(12);
+                assert_relative_eq!(j, eye, epsilon = 1e-8);
+                let writes = sequence_memory(&phi_k, &v).s;
+                assert_relative_eq!(
+                    steps(&s0),
+                    &s0 + &writes,
+                    max_relative = 1e-12,
+                    epsilon = 1e-12
+                );
+            }
         }
     }
 
@@ -953,8 +995,9 @@ mod tests {
         }
     }
 
-    /// Random affine steps: A_t = I + noise (not the identity, not
-    /// diagonal), B_t random. p: state width, m: state height.
+    /// Random affine steps, far from the identity: A_t = −I/2 plus a
+    /// random matrix of entries N(0, 0.36/p) (not diagonal, some of its
+    /// eigenvalues negative), B_t random. p: state width, m: state height.
     fn affine_steps(
         seed: u64,
         n: usize,
@@ -962,12 +1005,21 @@ mod tests {
         p: usize,
     ) -> Vec<AffineStep> {
         let mut rng = seeded(seed);
+        let spread = 0.6 / (p as f64).sqrt();
         (0..n)
             .map(|_| AffineStep {
-                a: Array2::eye(p) + randn(&mut rng, p, p) * (0.3 / p as f64),
+                a: Array2::eye(p) * -0.5 + randn(&mut rng, p, p) * spread,
                 b: randn(&mut rng, m, p),
             })
             .collect()
+    }
+
+    /// ‖A − I‖ / ‖I‖ in the Frobenius norm.
+    fn distance_from_identity(a: &Array2<f64>) -> f64 {
+        let eye = Array2::<f64>::eye(a.nrows());
+        let norm =
+            |x: &Array2<f64>| x.iter().map(|y| y * y).sum::<f64>().sqrt();
+        norm(&(a - &eye)) / norm(&eye)
     }
 
     #[test]
@@ -991,12 +1043,48 @@ mod tests {
     #[test]
     fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
         // Chunks of 1 are the recurrence; every chunk size lands on the same
-        // state at each chunk boundary, whatever the transitions are.
+        // state at each chunk boundary, whatever the transitions are, and
+        // so do groups of uneven sizes; folding is associative.
         for seed in 0..5 {
             for (n, m, p) in [(1, 2, 3), (17, 3, 4), (40, 2, 6)] {
                 let steps = affine_steps(seed, n, m, p);
+                for step in &steps {
+                    let far = distance_from_identity(&step.a);
+                    assert!(far > 1.0, "seed {seed}: {far}");
+                }
                 let s0 = randn(&mut seeded(seed + 50), m, p);
                 let each = affine_chunkwise(&steps, &s0, 1);
+                let close = |a: &Array2<f64>, b: &Array2<f64>| {
+                    assert_relative_eq!(
+                        *a,
+                        *b,
+                        max_relative = 1e-10,
+                        epsilon = 1e-10
+                    );
+                };
+                // Uneven groups: cut after random steps, fold each group.
+                let mut rng = seeded(seed + 70);
+                let mut state = s0.clone();
+                let mut start = 0;
+                while start < n {
+                    let len = 1
+                        + (randn(&mut rng, 1, 1)[[0, 0]].abs() * 4.0) as usize;
+                    let end = (start + len).min(n);
+                    let group = &steps[start..end];
+                    let folded = group[1..]
+                        .iter()
+                        .fold(group[0].clone(), |acc, step| acc.then(step));
+                    state = folded.apply(&state);
+                    close(&state, &each[end - 1]);
+                    start = end;
+                }
+                // (A then B) then C is A then (B then C).
+                if n >= 3 {
+                    let left = steps[0].then(&steps[1]).then(&steps[2]);
+                    let right = steps[0].then(&steps[1].then(&steps[2]));
+                    close(&left.a, &right.a);
+                    close(&left.b, &right.b);
+                }
                 for c in [1, 2, 3, 8, 64] {
                     let chunked = affine_chunkwise(&steps, &s0, c);
                     assert_eq!(chunked.len(), n.div_ceil(c));
@@ -1047,6 +1135,17 @@ mod tests {
             let j1 = state_jacobian(|s| step.apply(s), &s1, 1e-5);
             let j2 = state_jacobian(|s| step.apply(s), &s2, 1e-5);
             assert_relative_eq!(j1, j2, epsilon = 1e-8);
+            // Fixed by A alone: ∂S_t[a, b] / ∂S_{t−1}[a', b'] = δ_aa' A[b', b],
+            // whatever B is.
+            let mut want = Array2::<f64>::zeros((12, 12));
+            for ((row, col), x) in want.indexed_iter_mut() {
+                let ((a, b), (a2, b2)) =
+                    ((row / 4, row % 4), (col / 4, col % 4));
+                if a == a2 {
+                    *x = step.a[[b2, b]];
+                }
+            }
+            assert_relative_eq!(j1, want, epsilon = 1e-8);
             assert!(
                 (&j1 - &Array2::<f64>::eye(12))
                     .iter()
@@ -1073,17 +1172,23 @@ mod tests {
                     })
                 }
             };
-            let zero = Array2::zeros((3, 4));
-            let one = state_jacobian(steps(1), &zero, 1e-6);
-            let many = state_jacobian(steps(50), &zero, 1e-6);
-            let largest = |j: &Array2<f64>| j.fold(0.0_f64, |a, &b| a.max(b));
-            assert!(largest(&one) < 1.0, "seed {seed}");
-            assert!(largest(&many) < 1e-3, "seed {seed}: {}", largest(&many));
-            // A diagonal: a step moves each entry of S only through itself.
-            for j in [&one, &many] {
-                for ((r, c), &x) in j.indexed_iter() {
-                    assert!(r == c || x.abs() < 1e-8, "seed {seed}: {x:e}");
+            let start = randn(&mut seeded(seed + 30), 3, 4);
+            for s0 in [Array2::zeros((3, 4)), start] {
+                let one = state_jacobian(steps(1), &s0, 1e-6);
+                let many = state_jacobian(steps(50), &s0, 1e-6);
+                let largest =
+                    |j: &Array2<f64>| j.fold(0.0_f64, |a, &b| a.max(b.abs()));
+                assert!(largest(&one) < 1.0, "seed {seed}");
+                let faded = largest(&many);
+                assert!(faded < 1e-3, "seed {seed}: {faded}");
+                // A diagonal: a step moves each entry of S only through
+                // itself, by a factor 1 − tanh² in (0, 1).
+                for j in [&one, &many] {
+                    for ((r, c), &x) in j.indexed_iter() {
+                        assert!(r == c || x.abs() < 1e-8, "seed {seed}: {x:e}");
+                    }
                 }
+                assert!(one.diag().iter().all(|&x| x > 0.0 && x < 1.0));
             }
         }
     }
@@ -1109,27 +1214,59 @@ mod tests {
         // Unrolled, token j reaches S_t scaled by a^{t−j}: the same outputs
         // come from the parallel form with mask entries a^{t−j} for j ≤ t,
         // the structured mask of state space duality (Dao & Gu 2024).
+        // With a factor a_t per step, the entry is a_{j+1} ⋯ a_t; with
+        // every a_t = 1, the mask of ones of linear attention.
         for seed in 0..5 {
             for n in [1, 7, 60] {
                 let [phi_q, phi_k, v] = random(seed, n, 5, 3);
-                let a: f64 = 0.8;
-                let mut s_t = Array2::<f64>::zeros((3, 5));
-                let mut recurrent = Array2::<f64>::zeros((n, 3));
-                for t in 0..n {
-                    s_t *= a;
-                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
-                    recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+                let noise = randn(&mut seeded(seed + 40), n, 1);
+                let varying: Vec<f64> = noise
+                    .iter()
+                    .map(|x| 0.5 + 0.5 / (1.0 + (-x).exp()))
+                    .collect();
+                let cases = [
+                    ("a", vec![0.8; n]),
+                    ("a_t", varying),
+                    ("1", vec![1.0; n]),
+                ];
+                for (kind, factors) in cases {
+                    let mut s_t = Array2::<f64>::zeros((3, 5));
+                    let mut recurrent = Array2::<f64>::zeros((n, 3));
+                    for (t, &a_t) in factors.iter().enumerate() {
+                        s_t *= a_t;
+                        fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                        recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
+                    }
+                    let mut scores = phi_q.dot(&phi_k.t());
+                    for ((t, j), x) in scores.indexed_iter_mut() {
+                        let l: f64 =
+                            factors[(j + 1).min(t + 1)..=t].iter().product();
+                        *x *= if j <= t { l } else { 0.0 };
+                    }
+                    if kind == "a" {
+                        // constant a: entries a^{t−j}
+                        for ((t, j), x) in scores.indexed_iter() {
+                            if j <= t {
+                                let want = phi_q.row(t).dot(&phi_k.row(j))
+                                    * 0.8_f64.powi((t - j) as i32);
+                                assert_relative_eq!(
+                                    *x,
+                                    want,
+                                    max_relative = 1e-12
+                                );
+                            }
+                        }
+                    }
+                    if kind == "1" {
+                        assert_eq!(scores, causal_scores(&phi_q, &phi_k));
+                    }
+                    assert_relative_eq!(
+                        recurrent,
+                        scores.dot(&v),
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
                 }
-                let mut scores = phi_q.dot(&phi_k.t());
-                for ((t, j), x) in scores.indexed_iter_mut() {
-                    *x *= if j <= t { a.powi((t - j) as i32) } else { 0.0 };
-                }
-                assert_relative_eq!(
-                    recurrent,
-                    scores.dot(&v),
-                    max_relative = 1e-10,
-                    epsilon = 1e-12
-                );
             }
         }
     }
@@ -1139,9 +1276,11 @@ mod tests {
         // Chunk of c tokens, memory S of the earlier chunks: query i reads
         // a^{i+1} S φ(q_i) + Σ_{j≤i} a^{i−j} (φ(q_i)ᵀφ(k_j)) v_j, and the
         // chunk passes on a^c S + Σ_j a^{c−1−j} v_j φ(k_j)ᵀ.
-        let a: f64 = 0.9;
-        for seed in 0..5 {
-            let (n, chunk) = (50, 8);
+        let cases = [0.5, 0.9].into_iter().flat_map(|a: f64| {
+            (0..5).flat_map(move |seed| [1, 3, 8, 64].map(|c| (a, seed, c)))
+        });
+        for (a, seed, chunk) in cases {
+            let n = 50;
             let [phi_q, phi_k, v] = random(seed, n, 5, 3);
             let mut s_t = Array2::<f64>::zeros((3, 5));
             let mut recurrent = Array2::<f64>::zeros((n, 3));
@@ -1226,16 +1365,21 @@ mod tests {
 
     #[test]
     fn parallel_forms_hold_n_squared_and_the_others_a_fixed_state() {
-        let lengths = [1 << 8, 1 << 9, 1 << 10, 1 << 11];
-        let table = memory_table(&lengths, 32, 32, 64, 8);
-        for pair in table.rows.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            for (i, form) in FORMS.iter().enumerate() {
-                match form {
-                    Form::ScoresFirst | Form::Parallel => {
-                        assert_eq!(b.floats[i], 4 * a.floats[i]);
+        // The chapter's table, and one that doubles N from row to row.
+        let doubling = memory_table(&[1 << 8, 1 << 9, 1 << 10], 16, 8, 32, 4);
+        for table in [chapter_memory_table(), doubling] {
+            for pair in table.rows.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                let factor = b.n / a.n;
+                assert!(factor > 1 && b.n == factor * a.n);
+                for (i, form) in FORMS.iter().enumerate() {
+                    match form {
+                        Form::ScoresFirst | Form::Parallel => {
+                            let grown = factor * factor * a.floats[i];
+                            assert_eq!(b.floats[i], grown);
+                        }
+                        _ => assert_eq!(b.floats[i], a.floats[i], "{form:?}"),
                     }
-                    _ => assert_eq!(b.floats[i], a.floats[i], "{form:?}"),
                 }
             }
         }
@@ -1248,13 +1392,15 @@ mod tests {
             let [phi_q, phi_k, v] = random(0, n, p, m);
             let (n64, p64, m64, c64) =
                 (n as u64, p as u64, m as u64, chunk as u64);
+            let held = |form: Form| form.working_floats(n64, p64, m64, c64);
             let full = causal_scores(&phi_q, &phi_k).len() as u64;
-            let parallel = Form::Parallel.working_floats(n64, p64, m64, c64);
-            assert_eq!(parallel, full);
+            assert_eq!(held(Form::Parallel), full);
+            let unmasked = phi_q.dot(&phi_k.t()).len() as u64;
+            assert_eq!(held(Form::ScoresFirst), unmasked);
             let memory = sequence_memory(&phi_k, &v);
             let state = (memory.s.len() + memory.z.len()) as u64;
-            let recurrent = Form::Recurrent.working_floats(n64, p64, m64, c64);
-            assert_eq!(recurrent, state);
+            assert_eq!(held(Form::Recurrent), state);
+            assert_eq!(held(Form::MemoryFirst), state);
             let c = chunk.min(n);
             let rows = s![..c, ..];
             let one_chunk =
@@ -1282,6 +1428,373 @@ mod tests {
                     rec.row(199),
                     max_relative = 1e-10
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn both_forms_compute_the_formula_at_every_position() {
+        // o_t = Σ_{j≤t} (φ(q_t)ᵀφ(k_j)) v_j / Σ_{j≤t} φ(q_t)ᵀφ(k_j), summed
+        // term by term.
+        for seed in 0..5 {
+            for (n, p, m) in [(1, 1, 1), (9, 4, 3), (40, 8, 5)] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let mut want = Array2::<f64>::zeros((n, m));
+                for t in 0..n {
+                    let (mut num, mut den) = (Array1::<f64>::zeros(m), 0.0);
+                    for j in 0..=t {
+                        let score = phi_q.row(t).dot(&phi_k.row(j));
+                        num.scaled_add(score, &v.row(j));
+                        den += score;
+                    }
+                    want.row_mut(t).assign(&(num / den));
+                }
+                let rec =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                let par =
+                    linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+                for o in [rec, par] {
+                    let gap = worst_row_relative_difference(&o, &want);
+                    assert!(gap < 1e-12, "N {n} seed {seed}: {gap:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_score_times_a_value_is_the_outer_product_times_the_query() {
+        // (φ(q_t)ᵀφ(k_j)) v_j = v_j φ(k_j)ᵀ φ(q_t), and summed over j ≤ t
+        // the query can be applied last, to S_t.
+        for seed in 0..5 {
+            for (n, p, m) in [(1, 1, 1), (12, 4, 3), (30, 8, 8)] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let mut s_t = Array2::<f64>::zeros((m, p));
+                for t in 0..n {
+                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                    let mut by_scores = Array1::<f64>::zeros(m);
+                    for j in 0..=t {
+                        let score = phi_q.row(t).dot(&phi_k.row(j));
+                        let scalar_first = &v.row(j) * score;
+                        let mut outer = Array2::<f64>::zeros((m, p));
+                        fast_weight_write(&mut outer, &v.row(j), &phi_k.row(j));
+                        let outer_first = outer.dot(&phi_q.row(t));
+                        assert_relative_eq!(
+                            scalar_first,
+                            outer_first,
+                            max_relative = 1e-12,
+                            epsilon = 1e-14
+                        );
+                        by_scores += &scalar_first;
+                    }
+                    assert_relative_eq!(
+                        by_scores,
+                        s_t.dot(&phi_q.row(t)),
+                        max_relative = 1e-10,
+                        epsilon = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn undoing_the_writes_recovers_every_earlier_state() {
+        // What the backward sweep does: subtract v_t φ(k_t)ᵀ and φ(k_t) from
+        // the final S and z, and S_{t−1}, z_{t−1} are there again, to
+        // rounding.
+        for seed in 0..4 {
+            for (n, p, m) in [(1, 2, 1), (30, 5, 4), (300, 8, 8)] {
+                let [_, phi_k, v] = random(seed, n, p, m);
+                let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
+                let mut states = vec![(s.clone(), z.clone())];
+                for t in 0..n {
+                    fast_weight_write(&mut s, &v.row(t), &phi_k.row(t));
+                    z += &phi_k.row(t);
+                    states.push((s.clone(), z.clone()));
+                }
+                let scale = 1.0 + s.fold(0.0_f64, |a, &b| a.max(b.abs()));
+                for t in (0..n).rev() {
+                    fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t));
+                    z -= &phi_k.row(t);
+                    let (s_before, z_before) = &states[t];
+                    assert_relative_eq!(s, *s_before, epsilon = 1e-13 * scale);
+                    assert_relative_eq!(z, *z_before, epsilon = 1e-13 * scale);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn folding_writes_gives_the_identity_and_a_plain_sum() {
+        // With A_t = I the folded transition is I again, exactly, and the
+        // folded input is the sum of the writes.
+        for seed in 0..5 {
+            for (n, p, m) in [(1, 3, 2), (5, 4, 3), (40, 8, 5)] {
+                let [_, phi_k, v] = random(seed, n, p, m);
+                let steps: Vec<AffineStep> = (0..n)
+                    .map(|t| {
+                        let mut b = Array2::zeros((m, p));
+                        fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
+                        AffineStep {
+                            a: Array2::eye(p),
+                            b,
+                        }
+                    })
+                    .collect();
+                let folded = steps[1..]
+                    .iter()
+                    .fold(steps[0].clone(), |acc, step| acc.then(step));
+                assert_eq!(folded.a, Array2::<f64>::eye(p));
+                assert_relative_eq!(
+                    folded.b,
+                    sequence_memory(&phi_k, &v).s,
+                    max_relative = 1e-12,
+                    epsilon = 1e-12
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_chunkwise_table_shows_only_rounding() {
+        // The printed study itself, every cell: the first column is C = 1,
+        // and no cell is more than rounding.
+        let table = chapter_chunkwise_table();
+        assert_eq!(table.chunks[0], 1);
+        assert_eq!(table.rows.len(), CHUNKWISE_LENGTHS.len());
+        for (n, worst) in &table.rows {
+            assert_eq!(worst.len(), CHUNKWISE_CHUNKS.len());
+            for (w, c) in worst.iter().zip(&table.chunks) {
+                assert!(*w < 1e-12, "N {n}, C {c}: {w:e}");
+            }
+        }
+    }
+
+    /// A timing config small enough for the fake clocks below.
+    fn tiny_config(reps: usize) -> TimingConfig {
+        TimingConfig {
+            lengths: &[3, 8, 20],
+            d: 4,
+            m: 2,
+            chunk: 4,
+            reps,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn the_timing_study_times_every_form_at_every_length_in_rounds_on_one_thread()
+     {
+        // A fake clock records each call: the order, the inputs, the thread.
+        for reps in [1, 3, 5] {
+            let config = tiny_config(reps);
+            let here = std::thread::current().id();
+            let mut calls = Vec::new();
+            timing_rows(&config, |form, qkv| {
+                assert_eq!(std::thread::current().id(), here);
+                let n = qkv[0].nrows();
+                calls.push((form, n, qkv[0].as_ptr() as usize));
+                1.0
+            });
+            // Round after round, each round every length, every form.
+            let mut want = Vec::new();
+            for _ in 0..reps {
+                for &n in config.lengths {
+                    for form in FORMS {
+                        want.push((form, n));
+                    }
+                }
+            }
+            let order: Vec<(Form, usize)> =
+                calls.iter().map(|&(f, n, _)| (f, n)).collect();
+            assert_eq!(order, want);
+            // The same inputs for every form and round at a length.
+            for &n in config.lengths {
+                let mut inputs = calls.iter().filter(|c| c.1 == n).map(|c| c.2);
+                let first = inputs.next().unwrap();
+                assert!(inputs.all(|p| p == first), "N {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_timing_study_keeps_the_median_so_a_busy_moment_spoils_one_sample_of_a_cell()
+     {
+        let config = tiny_config(3);
+        let cells = config.lengths.len() * FORMS.len();
+        // A clean time for each cell, a little noise from round to round.
+        let clean = |form: Form, n: usize, round: usize| {
+            let i = FORMS.iter().position(|&f| f == form).unwrap();
+            (n * 10 + i) as f64 * (1.0 + 0.01 * round as f64)
+        };
+        let run = |busy: std::ops::Range<usize>| {
+            let mut call = 0;
+            timing_rows(&config, |form, qkv| {
+                let t = clean(form, qkv[0].nrows(), call / cells);
+                let slow = if busy.contains(&call) { 1e6 } else { 1.0 };
+                call += 1;
+                t * slow
+            })
+        };
+        let quiet = run(0..0);
+        // The median of the three rounds is the middle round's time.
+        for row in &quiet {
+            for (i, &form) in FORMS.iter().enumerate() {
+                assert_eq!(row.seconds[i], clean(form, row.n, 1));
+            }
+        }
+        // A busy moment as long as a round, wherever it falls, spoils at
+        // most one sample of each cell: every median is still one of the
+        // clean samples' times.
+        let in_clean_range = |rows: &[TimingRow]| {
+            rows.iter().all(|row| {
+                FORMS.iter().zip(&row.seconds).all(|(&form, &x)| {
+                    clean(form, row.n, 0) <= x && x <= clean(form, row.n, 2)
+                })
+            })
+        };
+        assert!(in_clean_range(&quiet));
+        for start in 0..2 * cells {
+            let busy = run(start..start + cells);
+            assert!(in_clean_range(&busy), "busy from call {start}");
+        }
+        // One twice as long spoils two samples of some cell, whose median
+        // is then a spoiled time.
+        let busy = run(cells / 2..cells / 2 + 2 * cells);
+        assert!(!in_clean_range(&busy));
+    }
+
+    #[test]
+    fn the_printed_slopes_are_the_fits_of_the_printed_times() {
+        // Exact power laws from a fake clock: N² for the forms that build
+        // the scores, N for the others; the slope line prints each fit.
+        let config = TimingConfig {
+            lengths: &[16, 32, 64, 128],
+            ..tiny_config(3)
+        };
+        for (quadratic, linear) in [(2.0, 1.0), (1.7, 1.2)] {
+            let rows = timing_rows(&config, |form, qkv| {
+                let n = qkv[0].nrows() as f64;
+                match form {
+                    Form::ScoresFirst | Form::Parallel => {
+                        1e-9 * n.powf(quadratic)
+                    }
+                    _ => 1e-7 * n.powf(linear),
+                }
+            });
+            let study = TimingStudy {
+                d: config.d,
+                m: config.m,
+                chunk: config.chunk,
+                reps: config.reps,
+                seed: config.seed,
+                clock: Clock::best(),
+                machine: Machine::now(),
+                rows,
+            };
+            let printed = study.to_string();
+            let lines: Vec<&str> = printed.lines().collect();
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with("slope of log time"))
+                .expect("a slope line");
+            let slopes: Vec<f64> = lines[at + 1]
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            assert_eq!(slopes.len(), FORMS.len());
+            for (&form, &printed) in FORMS.iter().zip(&slopes) {
+                let want = match form {
+                    Form::ScoresFirst | Form::Parallel => quadratic,
+                    _ => linear,
+                };
+                assert!((printed - want).abs() < 0.006, "{form:?}: {printed}");
+                assert_eq!(
+                    format!("{printed:.2}"),
+                    format!("{:.2}", study.slope(form))
+                );
+            }
+            // And it says which clock it read, how many rounds, one thread.
+            assert!(printed.contains(study.clock.describe()), "{printed}");
+            assert!(printed.contains("median of 3 runs"), "{printed}");
+            assert!(printed.contains("one thread"), "{printed}");
+        }
+    }
+
+    #[test]
+    fn the_study_reads_the_thread_clock_which_does_not_count_time_not_running()
+    {
+        // Where the system has a CPU clock per thread the study reads it,
+        // and a thread that sleeps is not running: the clock barely moves.
+        let clock = Clock::best();
+        assert_eq!(crate::studies::measured_timing().clock, clock);
+        if cfg!(unix) {
+            assert_eq!(clock, Clock::ThreadCpu);
+        }
+        if clock == Clock::ThreadCpu {
+            let nap = std::time::Duration::from_millis(50);
+            let asleep = time_once(clock, || std::thread::sleep(nap));
+            assert!(asleep < 0.01, "{asleep}");
+            let awake = time_once(Clock::Wall, || std::thread::sleep(nap));
+            assert!(awake >= 0.05, "{awake}");
+            let busy = time_once(clock, || {
+                (0..200_000u64).map(|x| x ^ 7).sum::<u64>()
+            });
+            assert!(busy > 0.0);
+        }
+    }
+
+    #[test]
+    fn linear_work_beats_quadratic_work_by_any_constant_factor_at_long_enough_lengths()
+     {
+        // The counted work of the parallel form over that of the recurrent
+        // form grows in proportion to N: whatever the factor, some length
+        // passes it, and every longer length stays past it.
+        use crate::appendix::speed::{Timed, arithmetic};
+        for (p, m) in [(8, 8), (32, 32), (64, 16)] {
+            let ratio = |n: usize| {
+                arithmetic(Timed::Parallel, n, p, m, 1)
+                    / arithmetic(Timed::Recurrent, n, p, m, 1)
+            };
+            for factor in [1.0, 10.0, 1000.0] {
+                let from = (1..1 << 20)
+                    .find(|&n| ratio(n) > factor)
+                    .expect("a length past the factor");
+                for n in [from, from + 1, 2 * from, 1000 * from] {
+                    assert!(ratio(n) > factor, "p {p} m {m} N {n}");
+                }
+                let doubled = ratio(2 * from) / ratio(from);
+                assert!((doubled - 2.0).abs() < 1e-12, "{doubled}");
+            }
+        }
+    }
+
+    #[test]
+    fn counted_work_grows_as_n_squared_for_the_score_forms_and_as_n_for_the_others()
+     {
+        // The operations each of the five timed forms performs (counted on
+        // its f32 twin by Appendix E's tests), at the timing study's
+        // lengths, widths and chunk size.
+        use crate::appendix::speed::{Timed, arithmetic};
+        let timed = |form: Form| match form {
+            Form::ScoresFirst => Timed::ScoresFirst,
+            Form::MemoryFirst => Timed::MemoryFirst,
+            Form::Parallel => Timed::Parallel,
+            Form::Recurrent => Timed::Recurrent,
+            Form::Chunkwise => Timed::Chunkwise,
+        };
+        let (p, m, c) = (TIMING.d, TIMING.m, TIMING.chunk);
+        for pair in TIMING.lengths.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let x = b as f64 / a as f64;
+            for form in FORMS {
+                let ops = |n| arithmetic(timed(form), n, p, m, c);
+                let grown = ops(b) / ops(a);
+                let want = match form {
+                    Form::ScoresFirst | Form::Parallel => x * x,
+                    _ => x,
+                };
+                assert!((grown - want).abs() < 1e-12, "{form:?}: {grown}");
             }
         }
     }
