@@ -9,8 +9,9 @@
 //! in a count.
 
 use listings::fast::{
-    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
-    random_inputs, softmax_attention_tiled_f32, to_f32,
+    KvCacheF32, LinearStateF32, linear_attention_chunkwise_f32,
+    linear_attention_recurrent_f32, random_inputs, softmax_attention_tiled_f32,
+    to_f32,
 };
 use listings::m3::cost::softmax_attention_tiled;
 use listings::m3::fast_weight_memory::{
@@ -229,6 +230,31 @@ fn tiled_softmax_peak_memory_grows_linearly_in_n() {
         .collect();
     assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
     assert!(extra[0].1 < 512 * 512 * float / 4, "{extra:?}");
+}
+
+#[test]
+fn decode_steps_allocate_nothing_once_their_memory_is_reserved() {
+    // The KV cache made with room for every token, and the state, then
+    // step after step: no allocation at all, at several widths and lengths.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (seed, d, m, n) in [(6, 4, 3, 10), (7, 16, 8, 200), (8, 64, 64, 300)] {
+        let [q, k, v] = random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+        let rows = |a: &listings::ndarray::Array2<f32>| -> Vec<Vec<f32>> {
+            a.rows().into_iter().map(|r| r.to_vec()).collect()
+        };
+        let (q, k, v) = (rows(&q), rows(&k), rows(&v));
+        let mut cache = KvCacheF32::new(d, m, n);
+        let mut state = LinearStateF32::new(d, m);
+        let mut out = vec![0.0f32; m];
+        let used = usage(|| {
+            for t in 0..n {
+                cache.step(&q[t], &k[t], &v[t], &mut out);
+                state.step(&q[t], &k[t], &v[t], &mut out);
+            }
+        });
+        assert_eq!(used.calls, 0, "d {d}, m {m}, N {n}: {used:?}");
+        assert_eq!(cache.len(), n);
+    }
 }
 
 #[test]

@@ -161,15 +161,28 @@ fn each_value_row_of_the_delta_rule_evolves_on_its_own() {
 
 #[test]
 fn every_form_gives_the_same_output_across_threads() {
+    // Every form of Appendix E: the four causal forms of linear attention
+    // and the delta rule, both softmax forms, the parallel form and the
+    // two non-causal groupings (fewer queries than keys).
     for seed in 0..2 {
         for (n, chunk, d) in [(9, 4, 3), (100, 16, 8), (130, 32, 16)] {
             for m in [1, 5, 17, 40] {
                 let [q, k, v] = random_inputs(seed, n, d, m);
                 let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
                 let beta = betas(seed, n).mapv(|x| x as f32);
-                let forms: [(&str, &ValueForm); 4] = [
+                let half = q.slice(s![..n.div_ceil(2), ..]);
+                let forms: [(&str, &ValueForm); 9] = [
                     ("recurrent", &|v| {
                         linear_attention_recurrent_f32(&q, &k, v)
+                    }),
+                    ("softmax", &|v| softmax_attention_causal_f32(&q, &k, v)),
+                    ("tiled", &|v| softmax_attention_tiled_f32(&q, &k, v)),
+                    ("parallel", &|v| linear_attention_parallel_f32(&q, &k, v)),
+                    ("scores first", &|v| {
+                        linear_attention_scores_first_f32(&half, &k, v)
+                    }),
+                    ("memory first", &|v| {
+                        linear_attention_memory_first_f32(&half, &k, v)
                     }),
                     ("chunkwise", &|v| {
                         linear_attention_chunkwise_f32(&q, &k, v, chunk)
@@ -202,6 +215,48 @@ fn every_form_gives_the_same_output_across_threads() {
         linear_attention_recurrent_f32(&short, &k, v)
     });
     assert!(err.unwrap_err().to_string().contains("one key per query"));
+}
+
+#[test]
+fn a_chunk_is_four_matrix_products_and_a_block_of_scores_two() {
+    // Calls of the matrix-product kernel, counted as they are made: four
+    // per chunk for both chunkwise forms (so four per token at C = 1), none
+    // in the recurrences, and two per block of the tiled softmax (scores,
+    // then their read) for the blocks it does not skip.
+    use super::counted::products;
+    for (seed, n, p, m, c) in [
+        (1, 64, 8, 8, 16),
+        (2, 50, 16, 8, 7),
+        (3, 33, 4, 12, 64),
+        (4, 40, 12, 20, 1),
+    ] {
+        let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::from_elem(n, 0.5);
+        let chunks = n.div_ceil(c);
+        let calls = |(out, calls): (Result<Array2<f32>, _>, usize)| {
+            out.expect("valid inputs");
+            calls
+        };
+        let (q, k, v, beta) = (&q, &k, &v, &beta);
+        let linear = products(|| linear_attention_chunkwise_f32(q, k, v, c));
+        let delta = products(|| delta_rule_chunkwise_f32(q, k, v, beta, c));
+        assert_eq!(calls(linear), 4 * chunks, "N {n}, C {c}");
+        assert_eq!(calls(delta), 4 * chunks, "delta, N {n}, C {c}");
+        let linear = products(|| linear_attention_recurrent_f32(q, k, v));
+        let delta = products(|| delta_rule_recurrent_f32(q, k, v, beta));
+        assert_eq!((calls(linear), calls(delta)), (0, 0), "N {n}");
+        for (b_q, b_k) in [(1, 1), (1, 3), (4, 8), (8, 8), (16, 64)] {
+            let tiled =
+                products(|| softmax_attention_blocks_f32(q, k, v, b_q, b_k));
+            // Query block [i, i + b_q) meets the key blocks that start
+            // at or before its last query: the rest lie above the diagonal.
+            let blocks: usize = (0..n)
+                .step_by(b_q)
+                .map(|i| ((i + b_q).min(n) - 1) / b_k + 1)
+                .sum();
+            assert_eq!(calls(tiled), 2 * blocks, "N {n}, {b_q} × {b_k}");
+        }
+    }
 }
 
 #[test]
