@@ -202,6 +202,28 @@ fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
 }
 
 #[test]
+fn book_delta_rule_allocates_every_token() {
+    // Part II's f64 recurrence, which the bench times for reference: its
+    // normalised keys and queries and its reads are new arrays each token.
+    use listings::ndarray::Array1;
+    use listings::paper::delta_rule::delta_rule_recurrent;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (d, m) in [(4, 3), (16, 8)] {
+        let calls: Vec<(usize, usize)> = [64, 256]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] = random_inputs(9, n, d, m);
+                let beta = Array1::from_elem(n, 0.5);
+                let used = usage(|| delta_rule_recurrent(&q, &k, &v, &beta));
+                (n, used.calls)
+            })
+            .collect();
+        let [(n1, c1), (n2, c2)] = [calls[0], calls[1]];
+        assert!(c2 - c1 >= n2 - n1, "d {d}, m {m}: {calls:?}");
+    }
+}
+
+#[test]
 fn tiled_softmax_peak_memory_grows_linearly_in_n() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (d, m) = (16, 8);

@@ -1022,6 +1022,23 @@ mod tests {
     fn the_committed_bench_times_every_form_it_does_not_skip() {
         let data = BenchTable::committed();
         assert!(data.command.starts_with("cargo xtask bench"));
+        // Released code, one thread, its CPU clock: as the bench times.
+        for said in ["release", "f32", "one thread", "thread CPU time"] {
+            assert!(data.command.contains(said), "{}", data.command);
+        }
+        // Each chunkwise form at one chunk size, the same at every length.
+        for form in ["chunkwise", "delta chunkwise"] {
+            for d in [64, 32] {
+                let chunks: Vec<usize> = data
+                    .rows
+                    .iter()
+                    .filter(|r| r.form == form && r.d == d)
+                    .map(|r| r.chunk)
+                    .collect();
+                assert!(chunks.iter().all(|&c| c == chunks[0]), "{form}");
+                assert!([8, 16, 32, 64, 128, 256].contains(&chunks[0]));
+            }
+        }
         assert!(!data.machine.is_empty() && data.date.len() == 10);
         assert!(data.ceiling > 0.0);
         let forms = [
@@ -1210,7 +1227,29 @@ mod tests {
     fn the_committed_crossover_file_records_both_families_at_every_length() {
         let data = CrossoverData::committed();
         assert!(!data.machine.is_empty() && data.date.len() == 10);
-        assert!(data.command.starts_with("cargo xtask bench"));
+        assert_eq!(data.command, "cargo xtask bench crossover");
+        // The forms compared: both softmax forms and the recurrent and
+        // chunkwise forms (a few chunk sizes) for a sequence; the KV cache
+        // and the state for one token.
+        let forms = |phase, family| {
+            let mut names: Vec<&str> = data
+                .rows
+                .iter()
+                .filter(|r| r.phase == phase && r.family == family)
+                .map(|r| r.form.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+        };
+        let prefill = |family| forms(Phase::Prefill, family);
+        assert_eq!(prefill(Family::Softmax), ["softmax N×N", "softmax tiled"]);
+        let linear = prefill(Family::Linear);
+        assert!(linear.contains(&"recurrent"), "{linear:?}");
+        let chunked = linear.iter().filter(|f| f.starts_with("chunkwise C="));
+        assert!(chunked.count() >= 3, "{linear:?}");
+        assert_eq!(forms(Phase::Decode, Family::Softmax), ["KV cache"]);
+        assert_eq!(forms(Phase::Decode, Family::Linear), ["state"]);
         assert_eq!(data.widths(), [64, 128]);
         assert_eq!(CrossoverData::parse(&data.to_tsv()), Ok(data.clone()));
         for d in [64, 128] {

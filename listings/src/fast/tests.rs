@@ -8,7 +8,7 @@ use crate::m3::schedules::linear_attention_chunkwise;
 use crate::paper::delta_rule::{delta_rule_chunkwise, delta_rule_recurrent};
 use crate::random::{randn, seeded};
 use ndarray::ShapeBuilder;
-use ndarray::{Array1, Array2, s};
+use ndarray::{Array1, Array2, ArrayRef2, s};
 
 /// f32 forms against their f64 forms: the worst row-relative error.
 fn gap(fast: &Array2<f32>, book: &Array2<f64>) -> f64 {
@@ -255,6 +255,58 @@ fn a_chunk_is_four_matrix_products_and_a_block_of_scores_two() {
                 .map(|i| ((i + b_q).min(n) - 1) / b_k + 1)
                 .sum();
             assert_eq!(calls(tiled), 2 * blocks, "N {n}, {b_q} × {b_k}");
+        }
+    }
+}
+
+#[test]
+fn a_split_copies_its_columns_and_repeats_the_work_that_does_not_depend_on_v() {
+    // A thread's value columns are not rows of their own: a form that reads
+    // rows as slices copies them (whole rows it borrows). And each group
+    // repeats the work that does not depend on the values: the chunkwise
+    // forms' scores (and the delta rule's substitution on K̄), counted as
+    // performed: the groups' sum is the whole plus (groups − 1) times that
+    // work, which `arithmetic` gives at m = 0. The recurrences repeat none.
+    use super::counted::ops;
+    use crate::appendix::speed::{Timed, arithmetic};
+    for (seed, n, p, m, c) in [(1, 64, 8, 8, 16), (2, 50, 16, 9, 7)] {
+        let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::from_elem(n, 0.5);
+        let groups = [s![.., ..2], s![.., 2..5], s![.., 5..]];
+        let [_, _, whole] = row_major(&q, &k, &v);
+        assert!(whole.is_view(), "standard rows are borrowed");
+        for g in groups {
+            let columns = v.slice(g);
+            let [_, _, part] = row_major(&q, &k, &columns);
+            assert!(!part.is_view(), "a group of columns is copied");
+        }
+        let forms: [(Timed, &ValueForm); 4] = [
+            (Timed::Recurrent, &|v| {
+                linear_attention_recurrent_f32(&q, &k, v)
+            }),
+            (Timed::Chunkwise, &|v| {
+                linear_attention_chunkwise_f32(&q, &k, v, c)
+            }),
+            (Timed::DeltaRecurrent, &|v| {
+                delta_rule_recurrent_f32(&q, &k, v, &beta)
+            }),
+            (Timed::DeltaChunkwise, &|v| {
+                delta_rule_chunkwise_f32(&q, &k, v, &beta, c)
+            }),
+        ];
+        for (form, run) in forms {
+            let count = |v: &ArrayRef2<f32>| {
+                let (out, done) = ops(|| run(v));
+                out.expect("valid inputs");
+                done as f64
+            };
+            let split: f64 = groups.iter().map(|&g| count(&v.slice(g))).sum();
+            let repeated = arithmetic(form, n, p, 0, c);
+            let want = count(&v) + (groups.len() - 1) as f64 * repeated;
+            assert_eq!(split, want, "{form:?}, N {n}, C {c}");
+            let chunked =
+                matches!(form, Timed::Chunkwise | Timed::DeltaChunkwise);
+            assert_eq!(repeated > 0.0, chunked, "{form:?}");
         }
     }
 }
