@@ -121,10 +121,15 @@ const FLOAT: usize = std::mem::size_of::<f32>();
 #[test]
 fn recurrent_form_allocates_nothing_per_token() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
+    for (seed, d, m) in [(0, 16, 8), (10, 5, 3), (11, 64, 64)] {
+        recurrent_allocations(seed, d, m);
+    }
+}
+
+fn recurrent_allocations(seed: u64, d: usize, m: usize) {
     let mut seen = Vec::new();
     for n in [64, 256, 1024, 4096] {
-        let [q, k, v] = random_inputs(0, n, d, m).map(|a| to_f32(&a));
+        let [q, k, v] = random_inputs(seed, n, d, m).map(|a| to_f32(&a));
         let used = usage(|| linear_attention_recurrent_f32(&q, &k, &v));
         seen.push((n, used));
     }
@@ -144,17 +149,20 @@ fn recurrent_form_allocates_nothing_per_token() {
 #[test]
 fn chunkwise_form_peak_memory_does_not_grow_with_n() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m, chunk) = (16, 8, 32);
-    let extra: Vec<(usize, usize)> = [256, 1024, 4096]
-        .into_iter()
-        .map(|n| {
-            let [q, k, v] = random_inputs(1, n, d, m).map(|a| to_f32(&a));
-            let used =
-                usage(|| linear_attention_chunkwise_f32(&q, &k, &v, chunk));
-            (n, used.peak_extra - n * m * FLOAT)
-        })
-        .collect();
-    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    for (seed, d, m, chunk) in [(1, 16, 8, 32), (12, 5, 3, 7), (13, 64, 32, 64)]
+    {
+        let extra: Vec<(usize, usize)> = [256, 1024, 4096]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] =
+                    random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+                let used =
+                    usage(|| linear_attention_chunkwise_f32(&q, &k, &v, chunk));
+                (n, used.peak_extra - n * m * FLOAT)
+            })
+            .collect();
+        assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    }
 }
 
 #[test]
@@ -184,11 +192,16 @@ fn parallel_form_peak_memory_grows_as_n_squared() {
 #[test]
 fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
+    for (seed, d, m) in [(3, 16, 8), (14, 5, 3), (15, 32, 64)] {
+        book_recurrence_allocations(seed, d, m);
+    }
+}
+
+fn book_recurrence_allocations(seed: u64, d: usize, m: usize) {
     let seen: Vec<(usize, Usage)> = [256, 1024]
         .into_iter()
         .map(|n| {
-            let [q, k, v] = random_inputs(3, n, d, m);
+            let [q, k, v] = random_inputs(seed, n, d, m);
             (n, usage(|| linear_attention_recurrent(&q, &k, &v)))
         })
         .collect();
@@ -226,20 +239,23 @@ fn book_delta_rule_allocates_every_token() {
 #[test]
 fn tiled_softmax_peak_memory_grows_linearly_in_n() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
     // The f32 form: beyond its output O: (N, m) and its scaled copy of Q:
     // (N, d), the same bytes at every N (one block of scores and the
     // matrix products' packing buffers), far below N × N scores.
-    let extra: Vec<(usize, usize)> = [1024, 2048, 4096, 8192]
-        .into_iter()
-        .map(|n| {
-            let [q, k, v] = random_inputs(4, n, d, m).map(|a| to_f32(&a));
-            let used = usage(|| softmax_attention_tiled_f32(&q, &k, &v));
-            (n, used.peak_extra - n * (m + d) * FLOAT)
-        })
-        .collect();
-    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
-    assert!(extra[0].1 < 1024 * 1024 * FLOAT / 4, "{extra:?}");
+    for (seed, d, m) in [(4, 16, 8), (16, 5, 3), (17, 64, 32)] {
+        let extra: Vec<(usize, usize)> = [1024, 2048, 4096, 8192]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] =
+                    random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+                let used = usage(|| softmax_attention_tiled_f32(&q, &k, &v));
+                (n, used.peak_extra - n * (m + d) * FLOAT)
+            })
+            .collect();
+        assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+        assert!(extra[0].1 < 1024 * 1024 * FLOAT / 4, "{extra:?}");
+    }
+    let (d, m) = (16, 8);
     // The f64 teaching form: beyond O, its temporaries are blocks.
     let float = std::mem::size_of::<f64>();
     let extra: Vec<(usize, usize)> = [512, 1024, 2048]

@@ -429,8 +429,38 @@ fn decode_steps_equal_the_full_sequence_forms_at_every_position() {
 }
 
 #[test]
+fn recurrent_token_stores_s_by_columns() {
+    // S: (m, p) kept column after column: after one write of k = e_j
+    // into S = 0, column s_j = s[j m..(j + 1) m] holds v and nothing else
+    // does; the read with q = e_j is that column, at several widths (m
+    // below, at and past a block of ROWS rows).
+    for (p, m) in [(3, 2), (5, ROWS), (4, ROWS + 3), (2, 2 * ROWS + 1)] {
+        for j in 0..p {
+            let v: Vec<f32> = (0..m).map(|i| 1.0 + i as f32).collect();
+            let mut e = vec![0.0f32; p];
+            e[j] = 1.0;
+            let (mut s, mut z) = (vec![0.0f32; p * m], vec![0.0f32; p]);
+            let mut read = vec![0.0f32; m];
+            let norm =
+                recurrent_token_f32(&mut s, &mut z, &e, &e, &v, &mut read);
+            for (c, column) in s.chunks_exact(m).enumerate() {
+                let want = if c == j { v.clone() } else { vec![0.0; m] };
+                assert_eq!(column, want, "p {p}, m {m}, j {j}, column {c}");
+            }
+            assert_eq!(read, v, "p {p}, m {m}, j {j}");
+            assert_eq!(norm, 1.0);
+        }
+    }
+}
+
+#[test]
 fn the_cache_grows_by_one_token_per_step_while_the_state_stays_fixed() {
-    let (d, m) = (8, 5);
+    for (d, m) in [(8, 5), (3, 7), (16, 16)] {
+        cache_and_state_bytes(d, m);
+    }
+}
+
+fn cache_and_state_bytes(d: usize, m: usize) {
     let [q, k, v] = random_inputs(4, 40, d, m).map(|a| to_f32(&a));
     let mut cache = KvCacheF32::new(d, m, 4); // it may grow past this
     let mut state = LinearStateF32::new(d, m);
