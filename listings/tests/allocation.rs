@@ -168,9 +168,14 @@ fn chunkwise_form_peak_memory_does_not_grow_with_n() {
 #[test]
 fn parallel_form_peak_memory_grows_as_n_squared() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (8, 8);
+    for (seed, d, m) in [(2, 8, 8), (18, 4, 12), (19, 16, 4)] {
+        parallel_peaks(seed, d, m);
+    }
+}
+
+fn parallel_peaks(seed: u64, d: usize, m: usize) {
     let peak = |n: usize| {
-        let [q, k, v] = random_inputs(2, n, d, m);
+        let [q, k, v] = random_inputs(seed, n, d, m);
         usage(|| linear_attention_parallel(&q, &k, &v)).peak_extra
     };
     let peaks: Vec<(usize, usize)> = [512, 1024, 2048]

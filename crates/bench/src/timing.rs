@@ -78,4 +78,18 @@ mod tests {
             assert!(t.min <= t.median && t.median <= t.max);
         }
     }
+
+    #[test]
+    fn a_timing_reads_the_threads_cpu_clock_not_the_wall_clock() {
+        // A call that sleeps 20 ms of wall time takes next to no CPU time:
+        // the timing counts the time the thread computed, not the time it
+        // waited (here, asleep; on a shared machine, for a core).
+        let t = time(|| std::thread::sleep(Duration::from_millis(20)));
+        assert!(t.max < 0.005, "{} s of CPU time", t.max);
+        // And a call that computes is counted.
+        let busy = time(|| {
+            black_box((0..black_box(2_000_000u64)).map(|x| x ^ 7).sum::<u64>());
+        });
+        assert!(busy.median > 0.0);
+    }
 }

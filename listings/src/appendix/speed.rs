@@ -1318,6 +1318,8 @@ mod tests {
         for d in data.widths() {
             let soft = data.best(Phase::Decode, Family::Softmax, d);
             let linear = data.best(Phase::Decode, Family::Linear, d);
+            // Longer at every longer cache, not only at the longest.
+            assert!(soft.windows(2).all(|w| w[0].2 < w[1].2), "{soft:?}");
             let (first, last) = (soft[0], soft[soft.len() - 1]);
             assert!(last.0 / first.0 >= 4096);
             assert!(last.2 / first.2 > 1000.0, "d = {d}: {soft:?}");
