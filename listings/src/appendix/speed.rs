@@ -1004,6 +1004,12 @@ mod tests {
         // The book's own code a little (the dev profile that builds and
         // runs the listings for the book); the bench in release.
         assert!(workspace.contains("[profile.dev]\nopt-level = 1"));
+        let book = include_str!("../../../book.toml");
+        let run = "command = \"cargo run --quiet --package mdbook-listings --";
+        assert!(
+            book.contains(run),
+            "the preprocessor runs in the dev profile"
+        );
         assert!(xtask.contains(
             r#"release_binary("benchmarking every schedule", "bench""#
         ));
