@@ -9,8 +9,9 @@
 //! in a count.
 
 use listings::fast::{
-    linear_attention_chunkwise_f32, linear_attention_recurrent_f32,
-    random_inputs, softmax_attention_tiled_f32, to_f32,
+    KvCacheF32, LinearStateF32, linear_attention_chunkwise_f32,
+    linear_attention_recurrent_f32, random_inputs, softmax_attention_tiled_f32,
+    to_f32,
 };
 use listings::m3::cost::softmax_attention_tiled;
 use listings::m3::fast_weight_memory::{
@@ -120,10 +121,15 @@ const FLOAT: usize = std::mem::size_of::<f32>();
 #[test]
 fn recurrent_form_allocates_nothing_per_token() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
+    for (seed, d, m) in [(0, 16, 8), (10, 5, 3), (11, 64, 64)] {
+        recurrent_allocations(seed, d, m);
+    }
+}
+
+fn recurrent_allocations(seed: u64, d: usize, m: usize) {
     let mut seen = Vec::new();
     for n in [64, 256, 1024, 4096] {
-        let [q, k, v] = random_inputs(0, n, d, m).map(|a| to_f32(&a));
+        let [q, k, v] = random_inputs(seed, n, d, m).map(|a| to_f32(&a));
         let used = usage(|| linear_attention_recurrent_f32(&q, &k, &v));
         seen.push((n, used));
     }
@@ -143,25 +149,33 @@ fn recurrent_form_allocates_nothing_per_token() {
 #[test]
 fn chunkwise_form_peak_memory_does_not_grow_with_n() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m, chunk) = (16, 8, 32);
-    let extra: Vec<(usize, usize)> = [256, 1024, 4096]
-        .into_iter()
-        .map(|n| {
-            let [q, k, v] = random_inputs(1, n, d, m).map(|a| to_f32(&a));
-            let used =
-                usage(|| linear_attention_chunkwise_f32(&q, &k, &v, chunk));
-            (n, used.peak_extra - n * m * FLOAT)
-        })
-        .collect();
-    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    for (seed, d, m, chunk) in [(1, 16, 8, 32), (12, 5, 3, 7), (13, 64, 32, 64)]
+    {
+        let extra: Vec<(usize, usize)> = [256, 1024, 4096]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] =
+                    random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+                let used =
+                    usage(|| linear_attention_chunkwise_f32(&q, &k, &v, chunk));
+                (n, used.peak_extra - n * m * FLOAT)
+            })
+            .collect();
+        assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+    }
 }
 
 #[test]
 fn parallel_form_peak_memory_grows_as_n_squared() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (8, 8);
+    for (seed, d, m) in [(2, 8, 8), (18, 4, 12), (19, 16, 4)] {
+        parallel_peaks(seed, d, m);
+    }
+}
+
+fn parallel_peaks(seed: u64, d: usize, m: usize) {
     let peak = |n: usize| {
-        let [q, k, v] = random_inputs(2, n, d, m);
+        let [q, k, v] = random_inputs(seed, n, d, m);
         usage(|| linear_attention_parallel(&q, &k, &v)).peak_extra
     };
     let peaks: Vec<(usize, usize)> = [512, 1024, 2048]
@@ -183,11 +197,16 @@ fn parallel_form_peak_memory_grows_as_n_squared() {
 #[test]
 fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
+    for (seed, d, m) in [(3, 16, 8), (14, 5, 3), (15, 32, 64)] {
+        book_recurrence_allocations(seed, d, m);
+    }
+}
+
+fn book_recurrence_allocations(seed: u64, d: usize, m: usize) {
     let seen: Vec<(usize, Usage)> = [256, 1024]
         .into_iter()
         .map(|n| {
-            let [q, k, v] = random_inputs(3, n, d, m);
+            let [q, k, v] = random_inputs(seed, n, d, m);
             (n, usage(|| linear_attention_recurrent(&q, &k, &v)))
         })
         .collect();
@@ -201,22 +220,47 @@ fn book_recurrence_allocates_per_token_yet_holds_a_fixed_state() {
 }
 
 #[test]
+fn book_delta_rule_allocates_every_token() {
+    // Part II's f64 recurrence, which the bench times for reference: its
+    // normalised keys and queries and its reads are new arrays each token.
+    use listings::ndarray::Array1;
+    use listings::paper::delta_rule::delta_rule_recurrent;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (d, m) in [(4, 3), (16, 8)] {
+        let calls: Vec<(usize, usize)> = [64, 256]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] = random_inputs(9, n, d, m);
+                let beta = Array1::from_elem(n, 0.5);
+                let used = usage(|| delta_rule_recurrent(&q, &k, &v, &beta));
+                (n, used.calls)
+            })
+            .collect();
+        let [(n1, c1), (n2, c2)] = [calls[0], calls[1]];
+        assert!(c2 - c1 >= n2 - n1, "d {d}, m {m}: {calls:?}");
+    }
+}
+
+#[test]
 fn tiled_softmax_peak_memory_grows_linearly_in_n() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (d, m) = (16, 8);
     // The f32 form: beyond its output O: (N, m) and its scaled copy of Q:
     // (N, d), the same bytes at every N (one block of scores and the
     // matrix products' packing buffers), far below N × N scores.
-    let extra: Vec<(usize, usize)> = [1024, 2048, 4096, 8192]
-        .into_iter()
-        .map(|n| {
-            let [q, k, v] = random_inputs(4, n, d, m).map(|a| to_f32(&a));
-            let used = usage(|| softmax_attention_tiled_f32(&q, &k, &v));
-            (n, used.peak_extra - n * (m + d) * FLOAT)
-        })
-        .collect();
-    assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
-    assert!(extra[0].1 < 1024 * 1024 * FLOAT / 4, "{extra:?}");
+    for (seed, d, m) in [(4, 16, 8), (16, 5, 3), (17, 64, 32)] {
+        let extra: Vec<(usize, usize)> = [1024, 2048, 4096, 8192]
+            .into_iter()
+            .map(|n| {
+                let [q, k, v] =
+                    random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+                let used = usage(|| softmax_attention_tiled_f32(&q, &k, &v));
+                (n, used.peak_extra - n * (m + d) * FLOAT)
+            })
+            .collect();
+        assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
+        assert!(extra[0].1 < 1024 * 1024 * FLOAT / 4, "{extra:?}");
+    }
+    let (d, m) = (16, 8);
     // The f64 teaching form: beyond O, its temporaries are blocks.
     let float = std::mem::size_of::<f64>();
     let extra: Vec<(usize, usize)> = [512, 1024, 2048]
@@ -229,6 +273,31 @@ fn tiled_softmax_peak_memory_grows_linearly_in_n() {
         .collect();
     assert!(extra.iter().all(|&(_, e)| e == extra[0].1), "{extra:?}");
     assert!(extra[0].1 < 512 * 512 * float / 4, "{extra:?}");
+}
+
+#[test]
+fn decode_steps_allocate_nothing_once_their_memory_is_reserved() {
+    // The KV cache made with room for every token, and the state, then
+    // step after step: no allocation at all, at several widths and lengths.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (seed, d, m, n) in [(6, 4, 3, 10), (7, 16, 8, 200), (8, 64, 64, 300)] {
+        let [q, k, v] = random_inputs(seed, n, d, m).map(|a| to_f32(&a));
+        let rows = |a: &listings::ndarray::Array2<f32>| -> Vec<Vec<f32>> {
+            a.rows().into_iter().map(|r| r.to_vec()).collect()
+        };
+        let (q, k, v) = (rows(&q), rows(&k), rows(&v));
+        let mut cache = KvCacheF32::new(d, m, n);
+        let mut state = LinearStateF32::new(d, m);
+        let mut out = vec![0.0f32; m];
+        let used = usage(|| {
+            for t in 0..n {
+                cache.step(&q[t], &k[t], &v[t], &mut out);
+                state.step(&q[t], &k[t], &v[t], &mut out);
+            }
+        });
+        assert_eq!(used.calls, 0, "d {d}, m {m}, N {n}: {used:?}");
+        assert_eq!(cache.len(), n);
+    }
 }
 
 #[test]

@@ -292,6 +292,96 @@ impl std::fmt::Display for Bound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forms::{WIDTHS, flops, max_n_squared};
+    use crate::timing::Timing;
+    use listings::appendix::speed::BenchTable;
+
+    /// The committed run's rows of the delta rule at the targets' size,
+    /// as the bench holds them, the recurrence's time scaled by `slower`.
+    fn delta_rows(slower: f64) -> Vec<Row> {
+        let data = BenchTable::committed();
+        let (d, n) = AT;
+        ["delta recurrent", "delta chunkwise"]
+            .into_iter()
+            .map(|form| {
+                let row = data
+                    .rows
+                    .iter()
+                    .find(|r| r.form == form && r.d == d && r.n == n);
+                let row = row.expect("the committed run has the row");
+                let scale = if form == "delta recurrent" {
+                    slower
+                } else {
+                    1.0
+                };
+                let (median, min, max) = row.seconds.expect("timed");
+                let median = median * scale;
+                Row {
+                    form,
+                    causal: true,
+                    d,
+                    n,
+                    chunk: row.chunk,
+                    timing: Some(Timing {
+                        median,
+                        min: min * scale,
+                        max: max * scale,
+                        reps: 3,
+                    }),
+                    gflops: flops(form, n, d, row.chunk) / median / 1e9,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_bound_is_one_over_f_divided_by_the_extra_arithmetic() {
+        // The bound the bench prints, from the committed run: 1/f over the
+        // chunkwise form's least extra arithmetic, above the ratio the run
+        // measured; and it shrinks as the recurrence nears the ceiling,
+        // below 5 once the recurrence runs at a fifth of it or more.
+        let ceiling = BenchTable::committed().ceiling;
+        let rows = delta_rows(1.0);
+        let bound = delta_bound(&rows, ceiling).expect("timed");
+        let f = bound.recurrence_percent / 100.0;
+        let want = 1.0 / f / bound.extra_arithmetic;
+        assert!((bound.speedup / want - 1.0).abs() < 1e-9, "{bound}");
+        assert!(bound.extra_arithmetic > 1.0, "{bound}");
+        let (d, n) = AT;
+        let time = |form| find(&rows, form, d, n).timing.expect("t").median;
+        let measured = time("delta recurrent") / time("delta chunkwise");
+        assert!(measured <= bound.speedup, "{measured} vs {bound}");
+        let mut last = f64::INFINITY;
+        for f_wanted in [0.01, 0.1, 0.2, 0.5, 1.0] {
+            // The recurrence made slower or faster, to run at f_wanted.
+            let rows = delta_rows(f / f_wanted);
+            let bound = delta_bound(&rows, ceiling).expect("timed");
+            let f = bound.recurrence_percent / 100.0;
+            assert!((f / f_wanted - 1.0).abs() < 1e-9, "{bound}");
+            assert!(bound.speedup < last, "{bound}");
+            if f >= 0.2 {
+                assert!(bound.speedup < 5.0, "{bound}");
+            }
+            last = bound.speedup;
+        }
+    }
+
+    #[test]
+    fn the_n_by_n_forms_are_skipped_by_width_and_length_alone() {
+        // Fixed in advance: every length at d = 64, where the targets read
+        // the N × N forms at N = 16384 (their f32 scores: 1 GiB), and up to
+        // N = 4096 at d = 32.
+        assert_eq!(WIDTHS, [64, 32]);
+        assert_eq!(max_n_squared(64), *LENGTHS.last().expect("lengths"));
+        assert_eq!(max_n_squared(32), 4096);
+        assert_eq!(AT, (64, 16384));
+        assert_eq!(AT.1 * AT.1 * size_of::<f32>(), 1 << 30);
+        let read: Vec<&str> = TARGETS.iter().flat_map(Target::forms).collect();
+        assert!(
+            read.contains(&"softmax (causal)")
+                && read.contains(&"parallel N×N")
+        );
+    }
 
     #[test]
     fn the_targets_read_as_the_bench_has_always_printed_them() {

@@ -23,19 +23,27 @@ pub fn cpu_seconds() -> f64 {
     thread_cpu_seconds().expect("this system has a thread CPU clock")
 }
 
-/// Warm up once, then repeat at least 3 and at most 9 times, stopping
-/// after 3 once a second of samples is in.
+/// Warm up once, then repeat an odd number of times, at least 3 and at
+/// most 9, stopping after 3 once a second of samples is in.
 pub fn time(mut f: impl FnMut()) -> Timing {
     f();
     let mut samples = Vec::new();
     let started = Instant::now();
     while samples.len() < 9
-        && (samples.len() < 3 || started.elapsed() < Duration::from_secs(1))
+        && (samples.len() < 3
+            || samples.len() % 2 == 0
+            || started.elapsed() < Duration::from_secs(1))
     {
         let t = cpu_seconds();
         f();
         samples.push(cpu_seconds() - t);
     }
+    summarise(samples)
+}
+
+/// The median, fastest and slowest of an odd number of samples.
+fn summarise(mut samples: Vec<f64>) -> Timing {
+    assert!(samples.len() % 2 == 1, "an odd number of samples");
     samples.sort_by(f64::total_cmp);
     Timing {
         median: samples[samples.len() / 2],
@@ -74,8 +82,35 @@ mod tests {
                 black_box((0..black_box(work)).sum::<u64>());
             });
             assert!(t.reps >= 3, "{work}: {} timed calls", t.reps);
+            assert_eq!(t.reps % 2, 1, "an odd number: one middle sample");
             assert_eq!(calls, t.reps + 1, "one warm-up call, then the reps");
             assert!(t.min <= t.median && t.median <= t.max);
         }
+        // The median is the middle sample, whatever the order they came in.
+        for (samples, median) in [
+            (vec![3.0, 1.0, 2.0], 2.0),
+            (vec![5.0, 9.0, 1.0, 7.0, 3.0], 5.0),
+            (vec![2.0, 2.0, 8.0, 1.0, 9.0, 0.5, 4.0], 2.0),
+        ] {
+            let (lo, hi) = samples
+                .iter()
+                .fold((f64::MAX, f64::MIN), |a, &x| (a.0.min(x), a.1.max(x)));
+            let t = summarise(samples);
+            assert_eq!((t.median, t.min, t.max), (median, lo, hi));
+        }
+    }
+
+    #[test]
+    fn a_timing_reads_the_threads_cpu_clock_not_the_wall_clock() {
+        // A call that sleeps 20 ms of wall time takes next to no CPU time:
+        // the timing counts the time the thread computed, not the time it
+        // waited (here, asleep; on a shared machine, for a core).
+        let t = time(|| std::thread::sleep(Duration::from_millis(20)));
+        assert!(t.max < 0.005, "{} s of CPU time", t.max);
+        // And a call that computes is counted.
+        let busy = time(|| {
+            black_box((0..black_box(2_000_000u64)).map(|x| x ^ 7).sum::<u64>());
+        });
+        assert!(busy.median > 0.0);
     }
 }

@@ -848,6 +848,25 @@ mod tests {
         }
         let table = delta_arithmetic();
         assert!(table.chunkwise.iter().all(|&(_, x)| x > table.recurrent));
+        // Counted as the f32 forms perform it, a short last chunk included.
+        use crate::fast::counted::ops;
+        use crate::fast::{
+            delta_rule_chunkwise_f32, delta_rule_recurrent_f32, random_inputs,
+        };
+        for (p, m) in [(8, 8), (32, 16)] {
+            let n = 200;
+            let [q, k, v] = random_inputs(8, n, p, m).map(|a| to_f32(&a));
+            let beta = ndarray::Array1::<f32>::from_elem(n, 0.5);
+            let (out, rec) =
+                ops(|| delta_rule_recurrent_f32(&q, &k, &v, &beta));
+            out.expect("valid inputs");
+            for c in [1, 2, 3, 16, 64, 100, 200] {
+                let chunked = || delta_rule_chunkwise_f32(&q, &k, &v, &beta, c);
+                let (out, chk) = ops(chunked);
+                out.expect("valid inputs");
+                assert!(chk > rec, "p {p}, m {m}, C {c}: {chk} vs {rec}");
+            }
+        }
     }
 
     #[test]
@@ -977,10 +996,24 @@ mod tests {
     {
         let workspace = include_str!("../../../Cargo.toml");
         let listings = include_str!("../../Cargo.toml");
+        let xtask = include_str!("../../../crates/xtask/src/main.rs");
         assert!(
             workspace.contains("[profile.dev.package.\"*\"]\nopt-level = 3"),
             "every dependency optimised in the dev profile"
         );
+        // The book's own code a little (the dev profile that builds and
+        // runs the listings for the book); the bench in release.
+        assert!(workspace.contains("[profile.dev]\nopt-level = 1"));
+        let book = include_str!("../../../book.toml");
+        let run = "command = \"cargo run --quiet --package mdbook-listings --";
+        assert!(
+            book.contains(run),
+            "the preprocessor runs in the dev profile"
+        );
+        assert!(xtask.contains(
+            r#"release_binary("benchmarking every schedule", "bench""#
+        ));
+        assert!(xtask.contains(r#"vec!["run", "--release","#));
         for toml in [workspace, listings] {
             assert!(!toml.contains("matrixmultiply-threading"));
             assert!(!toml.contains("rayon"));
@@ -995,6 +1028,23 @@ mod tests {
     fn the_committed_bench_times_every_form_it_does_not_skip() {
         let data = BenchTable::committed();
         assert!(data.command.starts_with("cargo xtask bench"));
+        // Released code, one thread, its CPU clock: as the bench times.
+        for said in ["release", "f32", "one thread", "thread CPU time"] {
+            assert!(data.command.contains(said), "{}", data.command);
+        }
+        // Each chunkwise form at one chunk size, the same at every length.
+        for form in ["chunkwise", "delta chunkwise"] {
+            for d in [64, 32] {
+                let chunks: Vec<usize> = data
+                    .rows
+                    .iter()
+                    .filter(|r| r.form == form && r.d == d)
+                    .map(|r| r.chunk)
+                    .collect();
+                assert!(chunks.iter().all(|&c| c == chunks[0]), "{form}");
+                assert!([8, 16, 32, 64, 128, 256].contains(&chunks[0]));
+            }
+        }
         assert!(!data.machine.is_empty() && data.date.len() == 10);
         assert!(data.ceiling > 0.0);
         let forms = [
@@ -1036,6 +1086,38 @@ mod tests {
     }
 
     #[test]
+    fn in_the_committed_bench_the_recurrence_finishes_before_the_chunkwise_form()
+     {
+        // At both widths and every length; and at the width the book
+        // prints, d = 64, it runs at no smaller a share of the ceiling at
+        // the longest length.
+        let data = BenchTable::committed();
+        for d in [64, 32] {
+            for n in [256, 1024, 4096, 16384] {
+                let time = |form| data.median(form, d, n).expect("timed");
+                assert!(time("recurrent") < time("chunkwise"), "d {d}, N {n}");
+            }
+        }
+        let rate = |form| data.gflops(form, 64, 16384).expect("timed");
+        assert!(rate("recurrent") >= rate("chunkwise"));
+    }
+
+    #[test]
+    fn no_form_of_the_committed_bench_runs_above_the_ceiling() {
+        // Every timed row's GFLOP/s, counted by `arithmetic`, is below the
+        // best matrix-product rate of the same run.
+        let data = BenchTable::committed();
+        let mut timed = 0;
+        for r in &data.rows {
+            if let Some(rate) = data.gflops(&r.form, r.d, r.n) {
+                assert!(rate > 0.0 && rate <= data.ceiling, "{r:?}: {rate}");
+                timed += 1;
+            }
+        }
+        assert!(timed >= 70, "{timed} rows timed");
+    }
+
+    #[test]
     fn in_the_committed_bench_tiled_softmax_and_chunkwise_beat_their_n_by_n_forms()
      {
         let data = BenchTable::committed();
@@ -1074,6 +1156,36 @@ mod tests {
     #[test]
     fn a_chunkwise_forms_arithmetic_per_token_grows_with_c() {
         use Timed::*;
+        // Counted as the f32 forms perform it, at a length the tests run
+        // quickly, a short last chunk included ...
+        use crate::fast::counted::ops;
+        use crate::fast::{delta_rule_chunkwise_f32, random_inputs, to_f32};
+        for (p, m) in [(8, 8), (32, 16)] {
+            let n = 200;
+            let [q, k, v] = random_inputs(7, n, p, m).map(|a| to_f32(&a));
+            let beta = ndarray::Array1::<f32>::from_elem(n, 0.5);
+            let chunks = [1, 2, 3, 16, 64, 100, 200];
+            for delta in [false, true] {
+                let done: Vec<usize> = chunks
+                    .iter()
+                    .map(|&c| {
+                        let (out, done) = ops(|| match delta {
+                            false => {
+                                linear_attention_chunkwise_f32(&q, &k, &v, c)
+                            }
+                            true => {
+                                delta_rule_chunkwise_f32(&q, &k, &v, &beta, c)
+                            }
+                        });
+                        out.expect("valid inputs");
+                        done
+                    })
+                    .collect();
+                assert!(done.windows(2).all(|w| w[0] < w[1]), "{done:?}");
+            }
+        }
+        // ... and by the formula, tested equal to that count, at the
+        // bench's widths and length.
         for (p, m) in [(8, 8), (64, 32), (64, 64)] {
             let n = 4096;
             for form in [Chunkwise, DeltaChunkwise] {
@@ -1121,7 +1233,29 @@ mod tests {
     fn the_committed_crossover_file_records_both_families_at_every_length() {
         let data = CrossoverData::committed();
         assert!(!data.machine.is_empty() && data.date.len() == 10);
-        assert!(data.command.starts_with("cargo xtask bench"));
+        assert_eq!(data.command, "cargo xtask bench crossover");
+        // The forms compared: both softmax forms and the recurrent and
+        // chunkwise forms (a few chunk sizes) for a sequence; the KV cache
+        // and the state for one token.
+        let forms = |phase, family| {
+            let mut names: Vec<&str> = data
+                .rows
+                .iter()
+                .filter(|r| r.phase == phase && r.family == family)
+                .map(|r| r.form.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+        };
+        let prefill = |family| forms(Phase::Prefill, family);
+        assert_eq!(prefill(Family::Softmax), ["softmax N×N", "softmax tiled"]);
+        let linear = prefill(Family::Linear);
+        assert!(linear.contains(&"recurrent"), "{linear:?}");
+        let chunked = linear.iter().filter(|f| f.starts_with("chunkwise C="));
+        assert!(chunked.count() >= 3, "{linear:?}");
+        assert_eq!(forms(Phase::Decode, Family::Softmax), ["KV cache"]);
+        assert_eq!(forms(Phase::Decode, Family::Linear), ["state"]);
         assert_eq!(data.widths(), [64, 128]);
         assert_eq!(CrossoverData::parse(&data.to_tsv()), Ok(data.clone()));
         for d in [64, 128] {
@@ -1172,11 +1306,11 @@ mod tests {
                         assert!(l.2 < s.2, "{phase:?}, d = {d}, N = {}", s.0);
                     }
                 }
-                // And the margin grows: largest at the longest length.
+                // And the margin grows with every longer length, so it is
+                // largest at the longest.
                 let margins: Vec<f64> =
                     soft.iter().zip(&linear).map(|(s, l)| s.2 / l.2).collect();
-                let last = margins[margins.len() - 1];
-                assert!(margins.iter().all(|&m| m <= last), "{margins:?}");
+                assert!(margins.windows(2).all(|w| w[0] < w[1]), "{margins:?}");
             }
         }
     }
@@ -1190,6 +1324,8 @@ mod tests {
         for d in data.widths() {
             let soft = data.best(Phase::Decode, Family::Softmax, d);
             let linear = data.best(Phase::Decode, Family::Linear, d);
+            // Longer at every longer cache, not only at the longest.
+            assert!(soft.windows(2).all(|w| w[0].2 < w[1].2), "{soft:?}");
             let (first, last) = (soft[0], soft[soft.len() - 1]);
             assert!(last.0 / first.0 >= 4096);
             assert!(last.2 / first.2 > 1000.0, "d = {d}: {soft:?}");
@@ -1204,7 +1340,17 @@ mod tests {
     fn the_tiled_form_is_the_faster_softmax_from_n_1024_on() {
         let data = CrossoverData::committed();
         for d in data.widths() {
-            for (n, form, _) in data.best(Phase::Prefill, Family::Softmax, d) {
+            let best = data.best(Phase::Prefill, Family::Softmax, d);
+            for (n, form, seconds) in best {
+                // The best is the faster of the softmax forms timed at N.
+                let timed = data.rows.iter().filter(|r| {
+                    r.phase == Phase::Prefill
+                        && r.family == Family::Softmax
+                        && r.d == d
+                        && r.n == n
+                });
+                let least = timed.map(|r| r.seconds).fold(f64::MAX, f64::min);
+                assert_eq!(seconds, least, "d = {d}, N = {n}");
                 if n >= 1024 {
                     assert_eq!(form, "softmax tiled", "d = {d}, N = {n}");
                 }

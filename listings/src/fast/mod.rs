@@ -110,6 +110,15 @@ fn tally(ops: usize) {
     let _ = ops;
 }
 
+/// One call of the matrix-product kernel, of `ops` operations: both
+/// counted by [`counted`] in test builds; nothing at all in other builds.
+#[inline(always)]
+fn tally_product(ops: usize) {
+    #[cfg(test)]
+    counted::add_product();
+    tally(ops);
+}
+
 /// C ← α A B + β C, ndarray's `general_mat_mul` at f32, its 2·m·k·n
 /// operations tallied.
 fn general_mat_mul(
@@ -119,13 +128,13 @@ fn general_mat_mul(
     beta: f32,
     c: &mut ArrayRef2<f32>,
 ) {
-    tally(2 * a.nrows() * a.ncols() * b.ncols());
+    tally_product(2 * a.nrows() * a.ncols() * b.ncols());
     ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
 }
 
 /// A B, ndarray's `dot` at f32, its 2·m·k·n operations tallied.
 fn mat_mul(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
-    tally(2 * a.nrows() * a.ncols() * b.ncols());
+    tally_product(2 * a.nrows() * a.ncols() * b.ncols());
     a.dot(b)
 }
 
@@ -136,14 +145,27 @@ fn sub_scaled(x: &mut [f32], g: f32, y: &[f32]) {
 }
 
 /// The operations [`tally`] reports on this thread (matrix products,
-/// substitutions, the recurrences' multiply–adds), in test builds only.
+/// substitutions, the recurrences' multiply–adds), and the calls of the
+/// matrix-product kernel, in test builds only.
 #[cfg(test)]
 pub(crate) mod counted {
     use std::cell::Cell;
     thread_local!(static OPS: Cell<usize> = const { Cell::new(0) });
+    thread_local!(static PRODUCTS: Cell<usize> = const { Cell::new(0) });
 
     pub(crate) fn add(ops: usize) {
         OPS.with(|c| c.set(c.get() + ops));
+    }
+
+    pub(crate) fn add_product() {
+        PRODUCTS.with(|c| c.set(c.get() + 1));
+    }
+
+    /// The calls of the matrix-product kernel `f` makes, counted.
+    pub(crate) fn products<R>(f: impl FnOnce() -> R) -> (R, usize) {
+        let before = PRODUCTS.with(Cell::get);
+        let out = f();
+        (out, PRODUCTS.with(Cell::get) - before)
     }
 
     /// The operations `f` performs, counted.

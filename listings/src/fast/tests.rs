@@ -8,7 +8,7 @@ use crate::m3::schedules::linear_attention_chunkwise;
 use crate::paper::delta_rule::{delta_rule_chunkwise, delta_rule_recurrent};
 use crate::random::{randn, seeded};
 use ndarray::ShapeBuilder;
-use ndarray::{Array1, Array2, s};
+use ndarray::{Array1, Array2, ArrayRef2, s};
 
 /// f32 forms against their f64 forms: the worst row-relative error.
 fn gap(fast: &Array2<f32>, book: &Array2<f64>) -> f64 {
@@ -161,15 +161,28 @@ fn each_value_row_of_the_delta_rule_evolves_on_its_own() {
 
 #[test]
 fn every_form_gives_the_same_output_across_threads() {
+    // Every form of Appendix E: the four causal forms of linear attention
+    // and the delta rule, both softmax forms, the parallel form and the
+    // two non-causal groupings (fewer queries than keys).
     for seed in 0..2 {
         for (n, chunk, d) in [(9, 4, 3), (100, 16, 8), (130, 32, 16)] {
             for m in [1, 5, 17, 40] {
                 let [q, k, v] = random_inputs(seed, n, d, m);
                 let [q, k, v] = [&q, &k, &v].map(|a| to_f32(a));
                 let beta = betas(seed, n).mapv(|x| x as f32);
-                let forms: [(&str, &ValueForm); 4] = [
+                let half = q.slice(s![..n.div_ceil(2), ..]);
+                let forms: [(&str, &ValueForm); 9] = [
                     ("recurrent", &|v| {
                         linear_attention_recurrent_f32(&q, &k, v)
+                    }),
+                    ("softmax", &|v| softmax_attention_causal_f32(&q, &k, v)),
+                    ("tiled", &|v| softmax_attention_tiled_f32(&q, &k, v)),
+                    ("parallel", &|v| linear_attention_parallel_f32(&q, &k, v)),
+                    ("scores first", &|v| {
+                        linear_attention_scores_first_f32(&half, &k, v)
+                    }),
+                    ("memory first", &|v| {
+                        linear_attention_memory_first_f32(&half, &k, v)
                     }),
                     ("chunkwise", &|v| {
                         linear_attention_chunkwise_f32(&q, &k, v, chunk)
@@ -202,6 +215,100 @@ fn every_form_gives_the_same_output_across_threads() {
         linear_attention_recurrent_f32(&short, &k, v)
     });
     assert!(err.unwrap_err().to_string().contains("one key per query"));
+}
+
+#[test]
+fn a_chunk_is_four_matrix_products_and_a_block_of_scores_two() {
+    // Calls of the matrix-product kernel, counted as they are made: four
+    // per chunk for both chunkwise forms (so four per token at C = 1), none
+    // in the recurrences, and two per block of the tiled softmax (scores,
+    // then their read) for the blocks it does not skip.
+    use super::counted::products;
+    for (seed, n, p, m, c) in [
+        (1, 64, 8, 8, 16),
+        (2, 50, 16, 8, 7),
+        (3, 33, 4, 12, 64),
+        (4, 40, 12, 20, 1),
+    ] {
+        let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::from_elem(n, 0.5);
+        let chunks = n.div_ceil(c);
+        let calls = |(out, calls): (Result<Array2<f32>, _>, usize)| {
+            out.expect("valid inputs");
+            calls
+        };
+        let (q, k, v, beta) = (&q, &k, &v, &beta);
+        let linear = products(|| linear_attention_chunkwise_f32(q, k, v, c));
+        let delta = products(|| delta_rule_chunkwise_f32(q, k, v, beta, c));
+        assert_eq!(calls(linear), 4 * chunks, "N {n}, C {c}");
+        assert_eq!(calls(delta), 4 * chunks, "delta, N {n}, C {c}");
+        let linear = products(|| linear_attention_recurrent_f32(q, k, v));
+        let delta = products(|| delta_rule_recurrent_f32(q, k, v, beta));
+        assert_eq!((calls(linear), calls(delta)), (0, 0), "N {n}");
+        for (b_q, b_k) in [(1, 1), (1, 3), (4, 8), (8, 8), (16, 64)] {
+            let tiled =
+                products(|| softmax_attention_blocks_f32(q, k, v, b_q, b_k));
+            // Query block [i, i + b_q) meets the key blocks that start
+            // at or before its last query: the rest lie above the diagonal.
+            let blocks: usize = (0..n)
+                .step_by(b_q)
+                .map(|i| ((i + b_q).min(n) - 1) / b_k + 1)
+                .sum();
+            assert_eq!(calls(tiled), 2 * blocks, "N {n}, {b_q} × {b_k}");
+        }
+    }
+}
+
+#[test]
+fn a_split_copies_its_columns_and_repeats_the_work_that_does_not_depend_on_v() {
+    // A thread's value columns are not rows of their own: a form that reads
+    // rows as slices copies them (whole rows it borrows). And each group
+    // repeats the work that does not depend on the values: the chunkwise
+    // forms' scores (and the delta rule's substitution on K̄), counted as
+    // performed: the groups' sum is the whole plus (groups − 1) times that
+    // work, which `arithmetic` gives at m = 0. The recurrences repeat none.
+    use super::counted::ops;
+    use crate::appendix::speed::{Timed, arithmetic};
+    for (seed, n, p, m, c) in [(1, 64, 8, 8, 16), (2, 50, 16, 9, 7)] {
+        let [q, k, v] = random_inputs(seed, n, p, m).map(|a| to_f32(&a));
+        let beta = Array1::<f32>::from_elem(n, 0.5);
+        let groups = [s![.., ..2], s![.., 2..5], s![.., 5..]];
+        let [_, _, whole] = row_major(&q, &k, &v);
+        assert!(whole.is_view(), "standard rows are borrowed");
+        for g in groups {
+            let columns = v.slice(g);
+            let [_, _, part] = row_major(&q, &k, &columns);
+            assert!(!part.is_view(), "a group of columns is copied");
+        }
+        let forms: [(Timed, &ValueForm); 4] = [
+            (Timed::Recurrent, &|v| {
+                linear_attention_recurrent_f32(&q, &k, v)
+            }),
+            (Timed::Chunkwise, &|v| {
+                linear_attention_chunkwise_f32(&q, &k, v, c)
+            }),
+            (Timed::DeltaRecurrent, &|v| {
+                delta_rule_recurrent_f32(&q, &k, v, &beta)
+            }),
+            (Timed::DeltaChunkwise, &|v| {
+                delta_rule_chunkwise_f32(&q, &k, v, &beta, c)
+            }),
+        ];
+        for (form, run) in forms {
+            let count = |v: &ArrayRef2<f32>| {
+                let (out, done) = ops(|| run(v));
+                out.expect("valid inputs");
+                done as f64
+            };
+            let split: f64 = groups.iter().map(|&g| count(&v.slice(g))).sum();
+            let repeated = arithmetic(form, n, p, 0, c);
+            let want = count(&v) + (groups.len() - 1) as f64 * repeated;
+            assert_eq!(split, want, "{form:?}, N {n}, C {c}");
+            let chunked =
+                matches!(form, Timed::Chunkwise | Timed::DeltaChunkwise);
+            assert_eq!(repeated > 0.0, chunked, "{form:?}");
+        }
+    }
 }
 
 #[test]
@@ -322,8 +429,38 @@ fn decode_steps_equal_the_full_sequence_forms_at_every_position() {
 }
 
 #[test]
+fn recurrent_token_stores_s_by_columns() {
+    // S: (m, p) kept column after column: after one write of k = e_j
+    // into S = 0, column s_j = s[j m..(j + 1) m] holds v and nothing else
+    // does; the read with q = e_j is that column, at several widths (m
+    // below, at and past a block of ROWS rows).
+    for (p, m) in [(3, 2), (5, ROWS), (4, ROWS + 3), (2, 2 * ROWS + 1)] {
+        for j in 0..p {
+            let v: Vec<f32> = (0..m).map(|i| 1.0 + i as f32).collect();
+            let mut e = vec![0.0f32; p];
+            e[j] = 1.0;
+            let (mut s, mut z) = (vec![0.0f32; p * m], vec![0.0f32; p]);
+            let mut read = vec![0.0f32; m];
+            let norm =
+                recurrent_token_f32(&mut s, &mut z, &e, &e, &v, &mut read);
+            for (c, column) in s.chunks_exact(m).enumerate() {
+                let want = if c == j { v.clone() } else { vec![0.0; m] };
+                assert_eq!(column, want, "p {p}, m {m}, j {j}, column {c}");
+            }
+            assert_eq!(read, v, "p {p}, m {m}, j {j}");
+            assert_eq!(norm, 1.0);
+        }
+    }
+}
+
+#[test]
 fn the_cache_grows_by_one_token_per_step_while_the_state_stays_fixed() {
-    let (d, m) = (8, 5);
+    for (d, m) in [(8, 5), (3, 7), (16, 16)] {
+        cache_and_state_bytes(d, m);
+    }
+}
+
+fn cache_and_state_bytes(d: usize, m: usize) {
     let [q, k, v] = random_inputs(4, 40, d, m).map(|a| to_f32(&a));
     let mut cache = KvCacheF32::new(d, m, 4); // it may grow past this
     let mut state = LinearStateF32::new(d, m);
