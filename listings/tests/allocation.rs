@@ -291,8 +291,8 @@ fn decode_steps_allocate_nothing_once_their_memory_is_reserved() {
         let mut out = vec![0.0f32; m];
         let used = usage(|| {
             for t in 0..n {
-                cache.step(&q[t], &k[t], &v[t], &mut out);
-                state.step(&q[t], &k[t], &v[t], &mut out);
+                cache.step(&q[t], &k[t], &v[t], &mut out).unwrap();
+                state.step(&q[t], &k[t], &v[t], &mut out).unwrap();
             }
         });
         assert_eq!(used.calls, 0, "d {d}, m {m}, N {n}: {used:?}");

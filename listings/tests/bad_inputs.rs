@@ -9,6 +9,7 @@
 //! cannot pass by rejecting everything or by never meeting a bad input.
 
 use listings::fast::{
+    KvCacheF32, LinearStateF32,
     baselines::{
         linear_attention_memory_first_f32, linear_attention_parallel_f32,
         linear_attention_scores_first_f32, softmax_attention_causal_f32,
@@ -401,6 +402,32 @@ fn production_forms_never_return_nan_nor_panic() {
         let again = layer.segment(&c.q, &c.k, &c.v)?; // continues the state
         Ok(ndarray::concatenate![ndarray::Axis(0), first, again])
     });
+}
+
+/// Decode token by token at f32 with a KV cache (`linear` false) or the
+/// state of linear attention fed q and k as features (`linear` true): the
+/// outputs of every step, or the first step's error.
+fn decode_f32(c: &Case, linear: bool) -> Result<Array2<f32>, InputError> {
+    let [q, k, v] = [&c.q, &c.k, &c.v].map(f32s);
+    let (d, m) = (k.ncols(), v.ncols());
+    let mut out = Array2::zeros((q.nrows(), m));
+    let mut cache = KvCacheF32::new(d, m, q.nrows());
+    let mut state = LinearStateF32::new(d, m);
+    for t in 0..q.nrows().min(k.nrows()).min(v.nrows()) {
+        let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(t).to_vec());
+        let o = out.row_mut(t).into_slice().expect("a row of a new array");
+        match linear {
+            true => state.step(&q_t, &k_t, &v_t, o)?,
+            false => cache.step(&q_t, &k_t, &v_t, o)?,
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn decode_steps_never_return_nan_nor_panic() {
+    never_nan_nor_panic(F32, |c| decode_f32(c, false));
+    never_nan_nor_panic(F32, |c| decode_f32(c, true));
 }
 
 // Part II: the fast-weight programmer, capacity, the delta rule.

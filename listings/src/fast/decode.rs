@@ -6,6 +6,7 @@
 
 use super::linear_attention::recurrent_token_f32;
 use super::softmax::{exp2_minus_sum, largest};
+use crate::input::{InputError, normaliser};
 
 in_widest_vectors! {
     /// `cache_read` in the widest vectors this CPU has.
@@ -15,7 +16,7 @@ in_widest_vectors! {
         q: &[f32],
         scores: &mut [f32],
         out: &mut [f32],
-    ) = cache_read;
+    ) -> Option<(usize, f32)> = cache_read;
 }
 
 in_widest_vectors! {
@@ -30,21 +31,61 @@ in_widest_vectors! {
     ) -> f32 = recurrent_token_f32;
 }
 
-/// Panics unless a token's vectors have the widths the memory was made
-/// for, naming both.
-fn check_widths(q: &[f32], k: &[f32], v: &[f32], d: usize, m: usize) {
-    assert!(
-        q.len() == d && k.len() == d,
-        "q has {} entries and k {}, but the memory's keys have d = {d}",
-        q.len(),
-        k.len()
-    );
-    assert_eq!(
-        v.len(),
-        m,
-        "v has {} entries, the memory's m = {m}",
-        v.len()
-    );
+/// A token's vectors have the widths the memory was made for and only
+/// finite entries; an error names the vector, and its width or the
+/// position of its first NaN or ±∞, if not. Allocates nothing.
+fn check_token(
+    [q, k, v]: [(&'static str, &[f32]); 3],
+    d: usize,
+    m: usize,
+) -> Result<(), InputError> {
+    for (name, x, want) in [(q.0, q.1, d), (k.0, k.1, d), (v.0, v.1, m)] {
+        if want == 0 {
+            let shape = [1, 0];
+            return Err(InputError::Empty { name, shape });
+        }
+        if x.len() != want {
+            return Err(InputError::ShapeMismatch {
+                left: (name, [1, x.len()]),
+                right: ("the memory's width", [1, want]),
+                rule: "a token's vectors have the widths the memory was made for",
+            });
+        }
+        if let Some(j) = x.iter().position(|x| !x.is_finite()) {
+            let value = f64::from(x[j]);
+            return Err(InputError::NonFinite {
+                name,
+                at: [0, j],
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The buffer a read goes into has the width of a value.
+fn out_width(out: &[f32], m: usize) -> Result<(), InputError> {
+    if out.len() == m {
+        return Ok(());
+    }
+    Err(InputError::ShapeMismatch {
+        left: ("out", [1, out.len()]),
+        right: ("the memory's values", [1, m]),
+        rule: "a read has the width of a value",
+    })
+}
+
+/// A read that left the range of f32: an overflow naming `out` and its
+/// first bad entry.
+fn finite_read(out: &[f32]) -> Result<(), InputError> {
+    match out.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(j) => Err(InputError::Overflow {
+            name: "out",
+            at: [0, j],
+            value: f64::from(out[j]),
+        }),
+    }
 }
 
 // ANCHOR: KvCacheF32
@@ -72,26 +113,46 @@ impl KvCacheF32 {
 
     /// One decode step: append k_t and v_t, then read every cached token
     /// with q_t: out = Σ_{j≤t} softmax_j(k_jᵀq_t / √d) v_j, into out: (m).
-    pub fn step(&mut self, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) {
-        check_widths(q, k, v, self.d, self.m);
+    /// A bad token is an error and leaves the cache as it was.
+    pub fn step(
+        &mut self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        out: &mut [f32],
+    ) -> Result<(), InputError> {
+        check_token([("q", q), ("k", k), ("v", v)], self.d, self.m)?;
+        out_width(out, self.m)?;
         self.keys.extend_from_slice(k);
         self.values.extend_from_slice(v);
         self.scores.resize(self.len(), 0.0);
         let (keys, values) = (&self.keys, &self.values);
-        cache_read_wide(keys, values, q, &mut self.scores, out);
+        let t = self.len() - 1;
+        if let Some((j, score)) =
+            cache_read_wide(keys, values, q, &mut self.scores, out)
+        {
+            self.truncate(t);
+            return Err(InputError::Overflow {
+                name: "the scores k_jᵀq_t / √d (row t, column j)",
+                at: [t, j],
+                value: f64::from(score),
+            });
+        }
+        finite_read(out).inspect_err(|_| self.truncate(t))
     }
 
     /// Append k and v without a read: the keys and values of a prompt
     /// whose outputs are not needed.
-    pub fn push(&mut self, k: &[f32], v: &[f32]) {
-        check_widths(k, k, v, self.d, self.m);
+    pub fn push(&mut self, k: &[f32], v: &[f32]) -> Result<(), InputError> {
+        check_token([("k", k), ("k", k), ("v", v)], self.d, self.m)?;
         self.keys.extend_from_slice(k);
         self.values.extend_from_slice(v);
+        Ok(())
     }
 
     /// Tokens cached.
     pub fn len(&self) -> usize {
-        self.keys.len() / self.d
+        self.keys.len().checked_div(self.d).unwrap_or(0)
     }
 
     /// Whether no token is cached yet.
@@ -113,6 +174,7 @@ impl KvCacheF32 {
 
 /// The read of a cache of t tokens: scores K q / √d, their softmax, and
 /// the weighted sum of the values into out. keys: (t, d), values: (t, m).
+/// Returns the first score that overflowed, and reads nothing, if any did.
 #[inline(always)]
 pub fn cache_read(
     keys: &[f32],
@@ -120,11 +182,14 @@ pub fn cache_read(
     q: &[f32],
     scores: &mut [f32],
     out: &mut [f32],
-) {
+) -> Option<(usize, f32)> {
     let (d, m) = (q.len(), out.len());
     let scale = std::f32::consts::LOG2_E / (d as f32).sqrt(); // base 2
     for (s, k_j) in scores.iter_mut().zip(keys.chunks_exact(d)) {
         *s = dot(k_j, q) * scale;
+    }
+    if let Some(j) = scores.iter().position(|s| !s.is_finite()) {
+        return Some((j, scores[j]));
     }
     let total = exp2_minus_sum::<false>(scores, largest(scores));
     out.fill(0.0);
@@ -132,6 +197,7 @@ pub fn cache_read(
         let w = w / total;
         out.iter_mut().zip(v_j).for_each(|(o, &v)| *o += w * v);
     }
+    None
 }
 // ANCHOR_END: KvCacheF32
 
@@ -162,6 +228,7 @@ pub struct LinearStateF32 {
     s: Vec<f32>,
     z: Vec<f32>,
     m: usize,
+    t: usize,
 }
 
 impl LinearStateF32 {
@@ -171,22 +238,31 @@ impl LinearStateF32 {
             s: vec![0.0; p * m],
             z: vec![0.0; p],
             m,
+            t: 0,
         }
     }
 
     /// One decode step: S += v φ(k)ᵀ, z += φ(k), then
     /// out = S φ(q) / zᵀφ(q), into out: (m). phi_q, phi_k: (p), v: (m).
+    /// A bad token is an error before anything is written; a normaliser
+    /// at or below zero, or a read that overflows, is an error after the
+    /// write, and the state then holds the token.
     pub fn step(
         &mut self,
         phi_q: &[f32],
         phi_k: &[f32],
         v: &[f32],
         out: &mut [f32],
-    ) {
-        check_widths(phi_q, phi_k, v, self.z.len(), self.m);
+    ) -> Result<(), InputError> {
+        let (p, m) = (self.z.len(), self.m);
+        check_token([("phi_q", phi_q), ("phi_k", phi_k), ("v", v)], p, m)?;
+        out_width(out, m)?;
         let (s, z) = (&mut self.s, &mut self.z);
         let norm = state_step_wide(s, z, phi_q, phi_k, v, out);
+        self.t += 1;
+        let norm = normaliser("zᵀφ(q_t)", self.t - 1, norm)?;
         out.iter_mut().for_each(|o| *o /= norm);
+        finite_read(out)
     }
 
     /// Bytes the state holds: (m p + p) floats of 4, whatever t is.

@@ -416,9 +416,9 @@ fn decode_steps_equal_the_full_sequence_forms_at_every_position() {
                 let (q_t, k_t, v_t) = (q32.row(t), k32.row(t), v32.row(t));
                 let [q_t, k_t, v_t] = [q_t, k_t, v_t].map(|r| r.to_vec());
                 let out = o_soft.row_mut(t).into_slice().unwrap();
-                cache.step(&q_t, &k_t, &v_t, out);
+                cache.step(&q_t, &k_t, &v_t, out).unwrap();
                 let out = o_linear.row_mut(t).into_slice().unwrap();
-                state.step(&q_t, &k_t, &v_t, out);
+                state.step(&q_t, &k_t, &v_t, out).unwrap();
             }
             let e = gap(&o_soft, &soft.output);
             assert!(e < 1e-4, "softmax, seed {seed}, N {n}: {e}");
@@ -467,8 +467,8 @@ fn cache_and_state_bytes(d: usize, m: usize) {
     let mut out = vec![0.0; m];
     for t in 0..40 {
         let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(t).to_vec());
-        cache.step(&q_t, &k_t, &v_t, &mut out);
-        state.step(&q_t, &k_t, &v_t, &mut out);
+        cache.step(&q_t, &k_t, &v_t, &mut out).unwrap();
+        state.step(&q_t, &k_t, &v_t, &mut out).unwrap();
         assert_eq!(cache.len(), t + 1);
         assert_eq!(cache.bytes(), (t + 1) * (d + m) * 4);
         assert_eq!(state.bytes(), (m * d + d) * 4);
@@ -478,26 +478,56 @@ fn cache_and_state_bytes(d: usize, m: usize) {
     let (mut first, mut second) = (vec![0.0; m], vec![0.0; m]);
     for t in 0..10 {
         let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(t).to_vec());
-        again.step(&q_t, &k_t, &v_t, &mut first);
+        again.step(&q_t, &k_t, &v_t, &mut first).unwrap();
     }
     again.truncate(9);
     let [q_t, k_t, v_t] = [&q, &k, &v].map(|a| a.row(9).to_vec());
-    again.step(&q_t, &k_t, &v_t, &mut second);
+    again.step(&q_t, &k_t, &v_t, &mut second).unwrap();
     assert_eq!(first, second);
     // A prompt pushed without reads leaves the cache the steps leave.
     let mut pushed = KvCacheF32::new(d, m, 0);
     for t in 0..9 {
-        pushed.push(&k.row(t).to_vec(), &v.row(t).to_vec());
+        pushed.push(&k.row(t).to_vec(), &v.row(t).to_vec()).unwrap();
     }
-    pushed.step(&q_t, &k_t, &v_t, &mut second);
+    pushed.step(&q_t, &k_t, &v_t, &mut second).unwrap();
     assert_eq!(first, second);
 }
 
 #[test]
-#[should_panic(expected = "the memory's keys have d = 4")]
-fn a_decode_step_of_the_wrong_width_names_both_widths() {
-    let mut cache = KvCacheF32::new(4, 2, 1);
-    cache.step(&[0.0; 3], &[0.0; 3], &[0.0; 2], &mut [0.0; 2]);
+fn a_bad_decode_step_is_an_error_naming_the_problem() {
+    for (d, m) in [(4, 2), (3, 7), (16, 16)] {
+        let (q, k, v) = (vec![0.5f32; d], vec![0.25f32; d], vec![1.0f32; m]);
+        let mut out = vec![0.0f32; m];
+        let mut cache = KvCacheF32::new(d, m, 4);
+        let mut state = LinearStateF32::new(d, m);
+        let wide = vec![0.5f32; d + 1];
+        let mut nan = k.clone();
+        nan[d - 1] = f32::NAN;
+        type Token<'a> = (&'a [f32], &'a [f32], &'a [f32], String);
+        let cases: [Token; 3] = [
+            (&wide, &k, &v, format!("q is [1, {}]", d + 1)),
+            (&q, &nan, &v, format!("k at [0, {}]", d - 1)),
+            (&q, &k, &wide[..d + 1], format!("v is [1, {}]", d + 1)),
+        ];
+        for (q_t, k_t, v_t, names) in &cases {
+            let e = cache.step(q_t, k_t, v_t, &mut out).unwrap_err();
+            assert!(e.to_string().contains(names.as_str()), "{e}");
+            let e = state.step(q_t, k_t, v_t, &mut out).unwrap_err();
+            assert!(e.to_string().contains(names.as_str()), "{e}");
+        }
+        assert!(cache.step(&q, &k, &v, &mut [0.0; 1]).is_err() || m == 1);
+        assert_eq!(cache.len(), 0, "a bad token is not cached");
+        // Huge but finite: the scores overflow, and the cache is unchanged.
+        let huge = vec![1e30f32; d];
+        let e = cache.step(&huge, &huge, &v, &mut out).unwrap_err();
+        assert!(e.to_string().contains("overflow"), "{e}");
+        assert_eq!(cache.len(), 0);
+        // Features whose normaliser is at or below zero, at step t = 0.
+        let negative = vec![-1.0f32; d];
+        let e = state.step(&q, &negative, &v, &mut out).unwrap_err();
+        assert!(e.to_string().contains("zᵀφ(q_t)"), "{e}");
+        assert!(out.iter().all(|x| x.is_finite()));
+    }
 }
 
 #[test]
