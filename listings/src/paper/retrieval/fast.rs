@@ -1294,7 +1294,11 @@ fn fwm_episode(
 /// with batch `b` in `setting`: the step's matrix products (key projection
 /// of every symbol and its two gradient products, the batch's queries and
 /// their two), plus each episode's reads and their gradients. Adam and the
-/// feature maps are not counted.
+/// feature maps are not counted. It is a nominal count by formula, the
+/// unit in which the sweep's time estimates and the trainer's GFLOP/s are
+/// expressed; it is not a tally of the operations a step performs (the fwm
+/// layer's rescaling, for one, is counted at every write though it runs
+/// only when ‖W‖_F > 1).
 pub fn step_flops(
     layer: Layer,
     setting: Setting,
@@ -1487,7 +1491,7 @@ mod tests {
     }
 
     #[test]
-    fn step_flops_counts_what_a_step_does() {
+    fn the_trainers_tally_of_a_step_is_step_flops_at_every_layer() {
         for layer in LAYERS {
             for setting in [Setting::Distinct, Setting::Repeated] {
                 for n in [5, 12] {
