@@ -265,8 +265,11 @@ pub const ALL: &[Output] = &[
     Output {
         name: "feature-map-normaliser",
         run: || {
-            crate::m3::feature_map::normaliser::normaliser_study(200, 8, 10)
-                .to_string()
+            use crate::m3::feature_map::normaliser::{
+                NORMALISER_N_D_SEEDS, normaliser_study,
+            };
+            let (n, d, seeds) = NORMALISER_N_D_SEEDS;
+            normaliser_study(n, d, seeds).to_string()
         },
     },
     Output {
