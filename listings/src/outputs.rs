@@ -166,16 +166,17 @@ pub const ALL: &[Output] = &[
     Output {
         name: "kernel-groupings",
         run: || {
-            let rows = kernel::grouping_study(&[12, 100, 1000, 2000], 5);
-            kernel::GroupingTable { seeds: 5, rows }.to_string()
+            let seeds = kernel::GROUPING_SEEDS;
+            let rows = kernel::grouping_study(&kernel::GROUPING_LENGTHS, seeds);
+            kernel::GroupingTable { seeds, rows }.to_string()
         },
     },
     Output {
         name: "kernel-temperature",
         run: || {
-            let taus = [0.25, 1.0, 4.0, 16.0, 64.0];
-            let rows = kernel::temperature_study(&taus, 64, 8, 5);
-            let (n, d, seeds) = (64, 8, 5);
+            let (n, d, seeds) = kernel::TEMPERATURE_N_D_SEEDS;
+            let rows =
+                kernel::temperature_study(&kernel::TEMPERATURES, n, d, seeds);
             kernel::TemperatureTable { n, d, seeds, rows }.to_string()
         },
     },
@@ -256,8 +257,11 @@ pub const ALL: &[Output] = &[
     Output {
         name: "feature-map-normaliser",
         run: || {
-            crate::m3::feature_map::normaliser::normaliser_study(200, 8, 10)
-                .to_string()
+            use crate::m3::feature_map::normaliser::{
+                NORMALISER_N_D_SEEDS, normaliser_study,
+            };
+            let (n, d, seeds) = NORMALISER_N_D_SEEDS;
+            normaliser_study(n, d, seeds).to_string()
         },
     },
     Output {
@@ -277,8 +281,10 @@ pub const ALL: &[Output] = &[
     Output {
         name: "walkthrough-agreement",
         run: || {
-            let lengths = [1, 12, 100, 1000];
-            crate::m3::walkthrough::walkthrough_study(&lengths, 3).to_string()
+            use crate::m3::walkthrough::{
+                AGREEMENT_LENGTHS, AGREEMENT_SEEDS, walkthrough_study,
+            };
+            walkthrough_study(&AGREEMENT_LENGTHS, AGREEMENT_SEEDS).to_string()
         },
     },
     // Chapter "After the paper".

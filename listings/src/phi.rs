@@ -195,6 +195,30 @@ mod tests {
     }
 
     #[test]
+    fn elu_plus_one_has_a_slope_below_zero_where_relu_has_none() {
+        // Central differences at negative inputs: elu+1's slope is e^x,
+        // positive; relu's (and relu + 1's) is exactly zero.
+        let h = 1e-6;
+        let slope =
+            |f: &dyn Fn(f64) -> f64, x: f64| (f(x + h) - f(x - h)) / (2.0 * h);
+        let elu = |x: f64| elu_plus_one(&array![x])[0];
+        let relu_plus_one = |x: f64| x.max(0.0) + 1.0;
+        for seed in 0..10 {
+            let xs =
+                randn(&mut seeded(seed), 1, 50).mapv(|x| -x.abs() * 4.0 - h);
+            for &x in &xs {
+                let s = slope(&elu, x);
+                assert!(s > 0.0, "x = {x}");
+                assert!(
+                    (s - x.exp()).abs() < 1e-6 * x.exp().max(1e-3),
+                    "x = {x}"
+                );
+                assert_eq!(slope(&relu_plus_one, x), 0.0, "x = {x}");
+            }
+        }
+    }
+
+    #[test]
     fn elu_plus_one_maps_rows_like_it_maps_the_matrix() {
         let x = randn(&mut seeded(3), 5, 4);
         let phi = elu_plus_one(&x);

@@ -117,6 +117,15 @@ pub struct GroupingRow {
     pub difference: f64,
 }
 
+/// The lengths and seeds of the chapter's groupings study.
+pub const GROUPING_LENGTHS: [usize; 4] = [12, 100, 1000, 2000];
+pub const GROUPING_SEEDS: u64 = 5;
+
+/// The temperatures of the chapter's table, as multiples of √d, and its
+/// N, d and seeds.
+pub const TEMPERATURES: [f64; 5] = [0.25, 1.0, 4.0, 16.0, 64.0];
+pub const TEMPERATURE_N_D_SEEDS: (usize, usize, u64) = (64, 8, 5);
+
 /// Both groupings of non-causal linear attention with φ = elu+1, on random
 /// q, k: (N, 8), v: (N, 8), for each length and seeds 0..seeds.
 pub fn grouping_study(lengths: &[usize], seeds: u64) -> Vec<GroupingRow> {
@@ -137,7 +146,8 @@ pub fn grouping_study(lengths: &[usize], seeds: u64) -> Vec<GroupingRow> {
                     .expect("shapes agree");
                 difference =
                     difference.max(worst_row_relative_difference(&a, &b));
-                scores_shape = (n, n);
+                // The product the scores-first grouping builds, measured.
+                scores_shape = phi_q.dot(&phi_k.t()).dim();
                 memory_shape = sequence_memory(&phi_k, &v).s.dim();
             }
             GroupingRow {
@@ -498,6 +508,10 @@ pub struct TaylorRow {
     /// Median and largest of |φ(q)ᵀφ(k) − exp(qᵀk)| / exp(qᵀk) over pairs.
     pub median_error: f64,
     pub max_error: f64,
+    /// The error of the pair with the highest score qᵀk, and of the pair
+    /// with the lowest.
+    pub top_score_error: f64,
+    pub bottom_score_error: f64,
 }
 
 /// The Taylor study: degree by degree, the error of the truncated feature
@@ -524,7 +538,20 @@ pub fn taylor_study(
     let scale = (d as f64).powf(-0.25);
     let q = randn(&mut rng, n_points, d) * scale;
     let k = randn(&mut rng, n_points, d) * scale;
-    let exact = q.dot(&k.t()).mapv(f64::exp);
+    let scores = q.dot(&k.t());
+    let exact = scores.mapv(f64::exp);
+    // Where the highest and the lowest score sit, in the order of `errors`.
+    let by_score = |a: &(usize, &f64), b: &(usize, &f64)| a.1.total_cmp(b.1);
+    let top = scores
+        .iter()
+        .enumerate()
+        .max_by(by_score)
+        .map_or(0, |p| p.0);
+    let bottom = scores
+        .iter()
+        .enumerate()
+        .min_by(by_score)
+        .map_or(0, |p| p.0);
     let rows = degrees
         .map(|degree| {
             let approx = taylor_features(&q, degree)
@@ -541,6 +568,8 @@ pub fn taylor_study(
                 wide_dimension: taylor_dimension(wide_d, degree),
                 median_error: spread.median,
                 max_error: spread.max,
+                top_score_error: errors[top],
+                bottom_score_error: errors[bottom],
             }
         })
         .collect();
@@ -565,6 +594,7 @@ impl fmt::Display for TaylorStudy {
             .right("degree", 6)
             .right("median error", 12)
             .right("largest error", 13)
+            .right("at top score", 12)
             .right(&format!("p, d = {}", self.d), 9)
             .right(&format!("p, d = {}", self.wide_d), 18);
         for r in &self.rows {
@@ -572,6 +602,7 @@ impl fmt::Display for TaylorStudy {
                 r.degree.to_string(),
                 format!("{:.1e}", r.median_error),
                 format!("{:.1e}", r.max_error),
+                format!("{:.1e}", r.top_score_error),
                 (group_digits(r.dimension)).to_string(),
                 (group_digits(r.wide_dimension)).to_string(),
             ]);
@@ -586,6 +617,9 @@ mod tests {
     use crate::m3::attention::softmax_attention;
     use approx::assert_relative_eq;
     use ndarray::array;
+
+    /// "The last bits of a double": 64 units in the last place of 1.
+    const LAST_BITS: f64 = 64.0 * f64::EPSILON;
 
     /// Shapes (N, d, m) from a single token to a few hundred.
     const SHAPES: [(usize, usize, usize); 5] =
@@ -627,6 +661,57 @@ mod tests {
     }
 
     #[test]
+    fn kernel_attention_with_any_positive_kernel_averages_the_values() {
+        // Four positive kernels: every weight a visible key gets lies in
+        // (0, 1], a key the mask hides gets 0, each row sums to one, and
+        // each output lies inside the range of the values its query sees.
+        type Kernel = fn(&ArrayRef1<f64>, &ArrayRef1<f64>) -> f64;
+        let kernels: [Kernel; 4] = [
+            softmax_kernel,
+            |q, k| (-(q - k).mapv(|x| x * x).sum() / 2.0).exp(),
+            |q, k| elu_plus_one(q).dot(&elu_plus_one(k)),
+            |_, _| 0.5,
+        ];
+        for seed in 0..5 {
+            for (n, d, m) in SHAPES {
+                let [q, k, v] = random(seed, n, d, m);
+                for mask in [Mask::None, Mask::Causal] {
+                    for sim in kernels {
+                        let a =
+                            kernel_attention(&q, &k, &v, mask, sim).unwrap();
+                        for t in 0..n {
+                            let seen =
+                                if mask == Mask::Causal { t + 1 } else { n };
+                            let row = a.weights.row(t);
+                            assert_relative_eq!(
+                                row.sum(),
+                                1.0,
+                                epsilon = 1e-12
+                            );
+                            for (j, &w) in row.iter().enumerate() {
+                                if j < seen {
+                                    assert!(w > 0.0 && w <= 1.0, "{w}");
+                                } else {
+                                    assert_eq!(w, 0.0);
+                                }
+                            }
+                            for c in 0..m {
+                                let past = v.slice(ndarray::s![..seen, c]);
+                                let lo =
+                                    past.fold(f64::INFINITY, |a, &b| a.min(b));
+                                let hi = past
+                                    .fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                                let o = a.output[[t, c]];
+                                assert!(o >= lo - 1e-12 && o <= hi + 1e-12);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn kernel_attention_with_a_feature_kernel_is_linear_attention() {
         let phi_kernel = |q: &ArrayRef1<f64>, k: &ArrayRef1<f64>| {
             elu_plus_one(q).dot(&elu_plus_one(k))
@@ -637,9 +722,15 @@ mod tests {
                 let a = kernel_attention(&q, &k, &v, Mask::None, phi_kernel)
                     .unwrap();
                 let (phi_q, phi_k) = (elu_plus_one(&q), elu_plus_one(&k));
-                let b =
-                    linear_attention_memory_first(&phi_q, &phi_k, &v).unwrap();
-                assert!(worst_row_relative_difference(&a.output, &b) < 1e-12);
+                for b in [
+                    linear_attention_memory_first(&phi_q, &phi_k, &v),
+                    linear_attention_scores_first(&phi_q, &phi_k, &v),
+                ] {
+                    let b = b.unwrap();
+                    assert!(
+                        worst_row_relative_difference(&a.output, &b) < 1e-12
+                    );
+                }
             }
         }
     }
@@ -711,6 +802,61 @@ mod tests {
     }
 
     #[test]
+    fn memory_grows_by_one_outer_product_per_token() {
+        // S_t = S_{t−1} + v_t φ(k_t)ᵀ and z_t = z_{t−1} + φ(k_t), from the
+        // memory of the empty prefix, S_0 = 0 and z_0 = 0.
+        for seed in 0..5 {
+            for (n, p, m) in [(1, 1, 1), (9, 4, 3), (40, 8, 5)] {
+                let mut rng = seeded(seed);
+                let phi_k = elu_plus_one(&randn(&mut rng, n, p));
+                let v = randn(&mut rng, n, m);
+                let prefix = |t: usize| {
+                    let rows = ndarray::s![..t, ..];
+                    sequence_memory(&phi_k.slice(rows), &v.slice(rows))
+                };
+                let empty = prefix(0);
+                assert!(empty.s.iter().chain(&empty.z).all(|&x| x == 0.0));
+                for t in 0..n {
+                    let (before, after) = (prefix(t), prefix(t + 1));
+                    let (v_t, k_t) = (v.row(t), phi_k.row(t));
+                    let term =
+                        Array2::from_shape_fn((m, p), |(a, b)| v_t[a] * k_t[b]);
+                    assert_relative_eq!(
+                        after.s,
+                        before.s + term,
+                        max_relative = 1e-12,
+                        epsilon = 1e-14
+                    );
+                    assert_relative_eq!(
+                        after.z,
+                        before.z + k_t,
+                        max_relative = 1e-12
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn grouping_study_builds_n_by_n_scores_and_a_fixed_memory() {
+        // The chapter's table: the scores-first product grows with N in
+        // both directions, S is (m, p) = (8, 8) at every N, and the outputs
+        // differ by rounding only.
+        let rows = grouping_study(&GROUPING_LENGTHS, GROUPING_SEEDS);
+        for r in &rows {
+            assert_eq!(r.scores_shape, (r.n, r.n));
+            assert_eq!(r.memory_shape, (8, 8));
+            assert!(
+                r.difference < LAST_BITS,
+                "N = {}: {:e}",
+                r.n,
+                r.difference
+            );
+        }
+        assert_eq!(rows.last().unwrap().n, 2000);
+    }
+
+    #[test]
     fn groupings_reject_mismatched_or_empty_input() {
         let [q, k, v] = random(0, 12, 8, 8);
         let narrow = randn(&mut seeded(1), 12, 6);
@@ -727,6 +873,16 @@ mod tests {
             );
             let e = Array2::<f64>::zeros((0, 8));
             assert!(matches!(f(&e, &e, &e), Err(InputError::Empty { .. })));
+            for (i, bad) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY]
+                .into_iter()
+                .enumerate()
+            {
+                let mut operands = [q.clone(), k.clone(), v.clone()];
+                operands[i][[4, 1]] = bad;
+                let [a, b, c] = &operands;
+                let err = f(a, b, c);
+                assert!(matches!(err, Err(InputError::NonFinite { .. })));
+            }
         }
         let mut bad = q.clone();
         bad[[4, 1]] = f64::NAN;
@@ -746,21 +902,36 @@ mod tests {
             let mut one_hot = Array1::zeros(n);
             one_hot[n - 1] = 1.0;
             assert_eq!(entropy(&one_hot), 0.0);
+            // Any other row of weights has less than ln N.
+            for seed in 0..10 {
+                let raw = randn(&mut seeded(seed), 1, n).mapv(f64::exp);
+                let row = raw.row(0).to_owned() / raw.sum();
+                let h = entropy(&row);
+                assert!(h >= 0.0 && h <= (n as f64).ln() + 1e-12);
+                if n > 1 {
+                    assert!(h < (n as f64).ln(), "n = {n}, seed {seed}");
+                }
+            }
         }
     }
 
     #[test]
     fn hot_softmax_has_nearly_uniform_weights() {
-        let rows = temperature_study(&[1.0, 4.0, 16.0, 64.0], 64, 8, 5);
+        // The chapter's table: as τ grows, entropy / ln N climbs towards 1
+        // and the top weight falls towards 1/N.
+        let (n, d, seeds) = TEMPERATURE_N_D_SEEDS;
+        let rows = temperature_study(&TEMPERATURES, n, d, seeds);
         for pair in rows.windows(2) {
+            assert!(pair[1].tau_over_sqrt_d > pair[0].tau_over_sqrt_d);
             assert!(pair[1].entropy_ratio > pair[0].entropy_ratio);
             assert!(pair[1].top_weight < pair[0].top_weight);
         }
         let hot = rows.last().unwrap();
         assert!(hot.entropy_ratio > 0.999, "{}", hot.entropy_ratio);
-        assert!(hot.top_weight < 1.2 / 64.0, "{}", hot.top_weight);
+        assert!(hot.top_weight < 1.2 / n as f64, "{}", hot.top_weight);
         // At τ = √d itself, the weights are far from uniform.
-        assert!(rows[0].entropy_ratio < 0.9);
+        let own = rows.iter().find(|r| r.tau_over_sqrt_d == 1.0).unwrap();
+        assert!(own.entropy_ratio < 0.9);
     }
 
     #[test]
@@ -769,9 +940,10 @@ mod tests {
         // the N × N kernel matrix has rank N, far above d + 1, the rank of
         // its large-τ limit 1 + qᵀk/τ.
         // The temperatures of the chapter's table, from sharp to flat.
-        let rows = temperature_study(&[0.25, 1.0, 4.0, 16.0, 64.0], 64, 8, 5);
+        let (n, d, seeds) = TEMPERATURE_N_D_SEEDS;
+        let rows = temperature_study(&TEMPERATURES, n, d, seeds);
         for r in &rows {
-            assert_eq!(r.kernel_rank, 64, "tau = {}√d", r.tau_over_sqrt_d);
+            assert_eq!(r.kernel_rank, n, "tau = {}√d", r.tau_over_sqrt_d);
         }
         assert!(rows.last().unwrap().entropy_ratio > 0.999);
     }
@@ -844,6 +1016,35 @@ mod tests {
     }
 
     #[test]
+    fn hot_exp_kernel_tends_to_a_kernel_of_d_plus_one_features() {
+        // exp(s/τ) ≈ 1 + s/τ for large τ, and 1 + xᵀy/τ is the kernel of
+        // the d + 1 features (1, x/√τ): its Gram matrix has rank d + 1.
+        // The exp kernel's own matrix keeps rank N at every τ here, but its
+        // smallest directions shrink as τ grows: counted above a tolerance
+        // looser than the book's, its rank falls.
+        let d = 4;
+        for seed in 0..3 {
+            let x = randn(&mut seeded(seed), 40, d);
+            let at = |tau_over_sqrt_d: f64, tol: f64| {
+                let tau = tau_over_sqrt_d * (d as f64).sqrt();
+                let g = gram_matrix(&x, |a, b| (a.dot(b) / tau).exp());
+                numerical_rank(&g, tol)
+            };
+            let mut loose = usize::MAX;
+            for ratio in [1.0, 4.0, 16.0, 64.0] {
+                let tau = ratio * (d as f64).sqrt();
+                let limit = gram_matrix(&x, |a, b| 1.0 + a.dot(b) / tau);
+                assert_eq!(numerical_rank(&limit, RANK_TOL), d + 1);
+                assert_eq!(at(ratio, 1e-13), 40, "seed {seed}, τ = {ratio}√d");
+                let now = at(ratio, 1e-6);
+                assert!(now <= loose, "seed {seed}, τ = {ratio}√d");
+                loose = now;
+            }
+            assert!(loose < at(1.0, 1e-6), "seed {seed}");
+        }
+    }
+
+    #[test]
     fn any_feature_kernel_has_gram_rank_at_most_p() {
         for seed in 0..5 {
             for (n, p) in [(10, 3), (40, 12), (100, 20)] {
@@ -859,7 +1060,15 @@ mod tests {
     #[test]
     fn taylor_features_reproduce_the_truncated_series() {
         for seed in 0..5 {
-            for (d, n) in [(1, 6), (2, 4), (3, 3), (5, 2), (8, 0)] {
+            // Every degree from 0 to the largest, so that the features of
+            // each degree alone give that power: (qᵀk)^i / i!.
+            for (d, n) in (0..=6)
+                .map(|n| (1, n))
+                .chain((0..=4).map(|n| (2, n)))
+                .chain((0..=3).map(|n| (3, n)))
+                .chain((0..=2).map(|n| (5, n)))
+                .chain([(8, 0), (8, 1)])
+            {
                 let mut rng = seeded(seed);
                 let q = randn(&mut rng, 6, d) * 0.7;
                 let k = randn(&mut rng, 6, d) * 0.7;
@@ -908,17 +1117,33 @@ mod tests {
             let (first, last) = (&study.rows[0], study.rows.last().unwrap());
             assert!(last.median_error < 1e-10 * first.median_error);
             assert!(last.max_error < first.max_error, "seed {seed}");
-            // For keys of width 64, p passes a trillion.
+            // For keys of width 64, p is in the millions by degree five,
+            // and passes a trillion by the last degree.
+            assert_eq!(study.rows[5].degree, 5);
+            assert!(study.rows[5].wide_dimension > 1_000_000);
             assert!(last.wide_dimension > 1_000_000_000_000);
         }
     }
 
     #[test]
     fn taylor_worst_pair_lags_far_behind_the_median() {
+        // Past the constant term: the worst pair lags the median by orders
+        // of magnitude, and it is the pair with the lowest score. The pair
+        // with the highest score falls further behind the median with every
+        // degree, by many orders of magnitude at the last.
         for seed in 0..3 {
-            for r in &taylor_study(1..=12, 4, 64, 24, seed).rows {
+            let study = taylor_study(1..=12, 4, 64, 24, seed);
+            let lag = |r: &TaylorRow| r.top_score_error / r.median_error;
+            for r in &study.rows {
                 assert!(r.max_error > 100.0 * r.median_error, "seed {seed}");
+                assert_eq!(r.max_error, r.bottom_score_error, "seed {seed}");
+                assert!(r.max_error > r.top_score_error, "seed {seed}");
+                assert!(lag(r) > 1.0, "seed {seed}");
             }
+            for pair in study.rows.windows(2) {
+                assert!(lag(&pair[1]) > lag(&pair[0]), "seed {seed}");
+            }
+            assert!(lag(study.rows.last().unwrap()) > 1e6, "seed {seed}");
         }
     }
 
@@ -927,7 +1152,7 @@ mod tests {
         // q = s e_1 and k = e_1 give qᵀk = s; for a fixed degree, the
         // relative error grows with |s| on either side of zero.
         let e1 = array![[1.0, 0.0, 0.0]];
-        for n in 1..=8 {
+        for n in 0..=12 {
             for sign in [1.0, -1.0] {
                 let errors: Vec<f64> = (1..=30)
                     .map(|i| {

@@ -123,6 +123,10 @@ pub const CHECKS: [(&str, &str); 4] = [
     ),
 ];
 
+/// The lengths and seeds of the chapter's agreement table.
+pub const AGREEMENT_LENGTHS: [usize; 4] = [1, 12, 100, 1000];
+pub const AGREEMENT_SEEDS: u64 = 3;
+
 /// Every production form against the form of an earlier chapter, φ =
 /// elu+1, ε = 0, random q, k, v: (N, 8), seeds 0..seeds. Segments have
 /// lengths 1, 2, 3, … in turn.
@@ -305,14 +309,30 @@ mod tests {
                 }
             }
         }
-        // ... with more queries than keys, as in cross-attention.
-        let [q, _, _] = random(7, 40, 6, 3);
-        let [_, k, v] = random(8, 15, 6, 3);
-        let o = linear_attention_one_shot(&q, &k, &v, elu, 0.0).unwrap();
-        let want =
-            linear_attention_memory_first(&elu(&q), &elu(&k), &v).unwrap();
-        assert_eq!(o.dim(), (40, 3));
-        assert!(worst_row_relative_difference(&o, &want) < 1e-12);
+        // ... with more queries than keys, as in cross-attention, and
+        // fewer, for both maps and both groupings.
+        type Phi = fn(&ArrayRef2<f64>) -> Array2<f64>;
+        for seed in 0..5 {
+            for (n_q, n_k) in [(40, 15), (15, 40)] {
+                let [q, _, _] = random(seed, n_q, 6, 3);
+                let [_, k, v] = random(seed + 100, n_k, 6, 3);
+                for phi in [elu as Phi, dpfp2 as Phi] {
+                    let o = linear_attention_one_shot(&q, &k, &v, phi, 0.0)
+                        .unwrap();
+                    assert_eq!(o.dim(), (n_q, 3));
+                    let (phi_q, phi_k) = (phi(&q), phi(&k));
+                    for want in [
+                        linear_attention_memory_first(&phi_q, &phi_k, &v),
+                        linear_attention_scores_first(&phi_q, &phi_k, &v),
+                    ] {
+                        let want = want.unwrap();
+                        assert!(
+                            worst_row_relative_difference(&o, &want) < 1e-12
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -341,8 +361,8 @@ mod tests {
     #[test]
     fn causal_product_numerator_is_the_fast_weight_loop() {
         // Multiply back by the denominator: what is left is M2's loop.
-        for seed in 0..5 {
-            let [q, k, v] = random(seed, 50, 6, 4);
+        for (seed, (n, d, m)) in (0..5).flat_map(|s| SHAPES.map(|x| (s, x))) {
+            let [q, k, v] = random(seed, n, d, m);
             let o =
                 causal_linear_attention_product(&q, &k, &v, elu, 0.0).unwrap();
             let den = crate::m3::feature_map::normaliser::causal_denominators(
@@ -352,7 +372,12 @@ mod tests {
             .unwrap();
             let numerator = fast_weight_loop(&elu(&q), &elu(&k), &v).unwrap();
             let back = o * &den.insert_axis(Axis(1));
-            assert_relative_eq!(back, numerator, max_relative = 1e-12);
+            assert_relative_eq!(
+                back,
+                numerator,
+                max_relative = 1e-12,
+                epsilon = 1e-12
+            );
         }
     }
 
@@ -364,6 +389,17 @@ mod tests {
             [(1, 4, 3), (50, 8, 8), (200, 8, 8), (500, 16, 4)].map(|x| (s, x))
         }) {
             let [q, k, v] = random(seed, n, d, m);
+            // Every denominator, causal or not, is far larger than ε.
+            let (phi_q, phi_k) = (elu(&q), elu(&k));
+            let causal =
+                crate::m3::feature_map::normaliser::causal_denominators(
+                    &phi_q, &phi_k,
+                )
+                .unwrap();
+            let full = phi_q.dot(&phi_k.sum_axis(Axis(0)));
+            for den in causal.iter().chain(&full) {
+                assert!(*den > 1e3 * 1e-6, "seed {seed}: {den:e}");
+            }
             let exact =
                 linear_attention_one_shot(&q, &k, &v, elu, 0.0).unwrap();
             let guarded =
@@ -426,20 +462,40 @@ mod tests {
 
     #[test]
     fn layer_state_after_a_segment_is_the_memory_of_the_tokens_so_far() {
-        let [q, k, v] = random(3, 30, 5, 4);
-        let (phi_q, phi_k) = (elu(&q), elu(&k));
-        let mut layer = FastWeightLayer::new(5, 4);
-        let mut start = 0;
-        for len in growing(30) {
-            let rows = ndarray::s![start..start + len, ..];
-            layer
-                .segment(&phi_q.slice(rows), &phi_k.slice(rows), &v.slice(rows))
-                .unwrap();
-            start += len;
-            let prefix = ndarray::s![..start, ..];
-            let want = sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));
-            assert_relative_eq!(layer.memory.s, want.s, max_relative = 1e-12);
-            assert_relative_eq!(layer.memory.z, want.z, max_relative = 1e-12);
+        for seed in 0..5 {
+            for (n, d, m) in [(1, 1, 1), (30, 5, 4), (120, 8, 3)] {
+                let [q, k, v] = random(seed, n, d, m);
+                let (phi_q, phi_k) = (elu(&q), elu(&k));
+                let prompt = [vec![n / 2 + 1], vec![1; n - n / 2 - 1]].concat();
+                for cuts in [vec![n], vec![1; n], growing(n), prompt] {
+                    let mut layer = FastWeightLayer::new(d, m);
+                    let mut start = 0;
+                    for len in cuts {
+                        let rows = ndarray::s![start..start + len, ..];
+                        let (a, b) = (phi_q.slice(rows), phi_k.slice(rows));
+                        layer.segment(&a, &b, &v.slice(rows)).unwrap();
+                        start += len;
+                        let prefix = ndarray::s![..start, ..];
+                        let want = sequence_memory(
+                            &phi_k.slice(prefix),
+                            &v.slice(prefix),
+                        );
+                        let got = &layer.memory;
+                        assert_relative_eq!(
+                            got.s,
+                            want.s,
+                            max_relative = 1e-12,
+                            epsilon = 1e-12
+                        );
+                        assert_relative_eq!(
+                            got.z,
+                            want.z,
+                            max_relative = 1e-12
+                        );
+                    }
+                    assert_eq!(start, n);
+                }
+            }
         }
     }
 
@@ -469,7 +525,11 @@ mod tests {
         // A segment of the wrong width for the layer's state.
         let mut layer = FastWeightLayer::new(8, 4);
         let msg = layer.segment(&q, &k, &narrow).unwrap_err().to_string();
-        assert!(msg.contains("v is [12, 6]"), "{msg}");
+        assert!(
+            msg.contains("v is [12, 6]")
+                && msg.contains("S transposed is [8, 4]"),
+            "{msg}"
+        );
         let wide = randn(&mut seeded(3), 12, 9);
         let msg = layer.segment(&wide, &wide, &v).unwrap_err().to_string();
         assert!(
@@ -481,11 +541,95 @@ mod tests {
 
     #[test]
     fn walkthrough_study_finds_only_rounding() {
-        let table = walkthrough_study(&[1, 12, 500], 3);
+        // The chapter's table itself.
+        let table = walkthrough_study(&AGREEMENT_LENGTHS, AGREEMENT_SEEDS);
+        assert_eq!(table.rows.len(), AGREEMENT_LENGTHS.len());
         for r in &table.rows {
             for d in r.differences {
                 assert!(d < 1e-12, "N = {}: {d:e}", r.n);
             }
+        }
+    }
+
+    #[test]
+    fn every_part_one_memory_is_values_by_features() {
+        // With m ≠ p, every listing of Part I that holds a memory holds it
+        // as (m, p), values by features, S = Σ_j v_j φ(k_j)ᵀ, and a query
+        // reads it as S φ(q), a vector of width m.
+        use crate::m3::fast_weight_memory::{fast_weight_write, memory_trace};
+        use crate::m3::feature_map::recall::best_memory;
+        let (n, p, m) = (7, 5, 3);
+        for seed in 0..3 {
+            let [q, k, v] = random(seed, n, p, m);
+            let (phi_q, phi_k) = (elu(&q), elu(&k));
+            // "Delete the softmax": the sequence's memory.
+            let memory = sequence_memory(&phi_k, &v);
+            assert_eq!((memory.s.dim(), memory.z.dim()), ((m, p), p));
+            assert_relative_eq!(
+                memory.s,
+                v.t().dot(&phi_k),
+                max_relative = 0.0
+            );
+            // ... read by every query as S φ(q_t) / zᵀφ(q_t).
+            let o = linear_attention_memory_first(&phi_q, &phi_k, &v).unwrap();
+            let reads = phi_q.dot(&memory.s.t())
+                / phi_q.dot(&memory.z).insert_axis(Axis(1));
+            assert_eq!(o.dim(), (n, m));
+            assert_relative_eq!(o, reads, max_relative = 1e-12);
+            // "That matrix is the fast-weight memory": one write, and the
+            // memory after every token.
+            let mut s = Array2::zeros((m, p));
+            fast_weight_write(&mut s, &v.row(0), &phi_k.row(0));
+            assert_eq!(s[[m - 1, p - 1]], v[[0, m - 1]] * phi_k[[0, p - 1]]);
+            let trace = memory_trace(&phi_k, &v).unwrap();
+            assert!(trace.iter().all(|s| s.dim() == (m, p)));
+            assert_relative_eq!(trace[n - 1], memory.s, max_relative = 1e-12);
+            // "Two faces of one computation": the state carried by a chunk.
+            let mut carried = Memory {
+                s: Array2::zeros((m, p)),
+                z: Array1::zeros(p),
+            };
+            chunk_step(&mut carried, &phi_q, &phi_k, &v).unwrap();
+            assert_relative_eq!(carried.s, memory.s, max_relative = 1e-12);
+            // "The feature map φ": the best memory of the same size.
+            let rows = ndarray::s![..p, ..];
+            let best = best_memory(&phi_k.slice(rows), &v.slice(rows));
+            assert_eq!(best.dim(), (m, p));
+            // This chapter: the layer that carries its memory.
+            let mut layer = FastWeightLayer::new(p, m);
+            layer.segment(&phi_q, &phi_k, &v).unwrap();
+            assert_eq!(layer.memory.s.dim(), (m, p));
+            assert_relative_eq!(layer.memory.s, memory.s, max_relative = 1e-12);
+        }
+    }
+
+    #[test]
+    fn recurrent_form_and_fast_weight_loop_both_call_fast_weight_write() {
+        // The exit check's "both layers call the same fast_weight_write",
+        // read from the listings' source.
+        let source = include_str!("fast_weight_memory.rs");
+        let listing = |name: &str| {
+            let start = format!("// ANCHOR: {name}\n");
+            let end = format!("// ANCHOR_END: {name}\n");
+            let from = source.find(&start).expect("anchor") + start.len();
+            let to = from + source[from..].find(&end).expect("anchor end");
+            source[from..to].to_owned()
+        };
+        assert!(
+            listing("fast_weight_write").contains("pub fn fast_weight_write(")
+        );
+        for name in ["linear_attention_recurrent", "fast_weight_loop"] {
+            let body = listing(name);
+            assert_eq!(
+                body.matches("fast_weight_write(&mut").count(),
+                1,
+                "{name}"
+            );
+            // ... and neither writes the memory any other way.
+            assert!(
+                !body.contains("+= &v") && !body.contains("s +="),
+                "{name}"
+            );
         }
     }
 }

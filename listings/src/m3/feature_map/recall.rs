@@ -455,7 +455,9 @@ mod tests {
         for r in &study.rows {
             assert!(r.softmax_closer >= 95, "{study}");
             assert!(r.softmax.median < 0.05, "{study}");
+            // About as far from it as the value's own length.
             assert!(r.linear.median > 0.9, "{study}");
+            assert!(r.linear.median < 1.1, "{study}");
             assert!(r.linear.min > 0.5, "{study}");
         }
     }
@@ -467,6 +469,9 @@ mod tests {
         assert!(wide.softmax.max < 1e-3, "{study}");
         assert!(wide.softmax.max < narrow.softmax.max, "{study}");
         assert!(wide.linear.median > 0.9, "{study}");
+        // Wider keys do not help linear attention.
+        assert!(wide.linear.median > 0.95 * narrow.linear.median, "{study}");
+        assert!(wide.softmax_closer >= narrow.softmax_closer, "{study}");
     }
 
     #[test]
@@ -690,6 +695,38 @@ mod tests {
         assert!(median(Map::Phi(FeatureMap::EluPlusOne)) > 0.6);
         for nu in 1..=3 {
             assert!(median(Map::Phi(FeatureMap::Dpfp(nu))) < 0.4, "nu = {nu}");
+        }
+    }
+
+    #[test]
+    fn elu_plus_one_reads_are_close_to_the_mean_of_the_values() {
+        // The recall study's probe, φ = elu+1: every stored value gets a
+        // sizeable weight, at least a tenth of an even share, and the read
+        // lands at least four times closer to the mean of all the values
+        // than to the aimed one, on every seed.
+        for d in [16, 64] {
+            let (n, target) = (40, 5);
+            let mut worst_ratio = 0.0_f64;
+            let mut min_share = f64::INFINITY;
+            for seed in 0..100 {
+                let mut rng = seeded(seed);
+                let k = randn(&mut rng, n, d);
+                let v = randn(&mut rng, n, d);
+                let q = (&k.row(target) * 4.0).insert_axis(Axis(0));
+                let (phi_q, phi_k) = (elu_plus_one(&q), elu_plus_one(&k));
+                let sims = phi_k.dot(&phi_q.row(0));
+                let w = &sims / sims.sum();
+                min_share = min_share
+                    .min(w.fold(f64::INFINITY, |a, &b| a.min(b)) * n as f64);
+                let o =
+                    linear_attention_memory_first(&phi_q, &phi_k, &v).unwrap();
+                let mean = v.mean_axis(Axis(0)).unwrap();
+                let to_mean = norm(&(&o.row(0) - &mean));
+                let to_target = norm(&(&o.row(0) - &v.row(target)));
+                worst_ratio = worst_ratio.max(to_mean / to_target);
+            }
+            assert!(min_share > 0.1, "d = {d}: {min_share}");
+            assert!(worst_ratio < 0.25, "d = {d}: {worst_ratio}");
         }
     }
 }
