@@ -10,6 +10,8 @@ use listings::m3::fast_weight_memory::{
     linear_attention_recurrent, memory_trace,
 };
 use listings::m3::feature_map::recall::best_memory;
+use listings::m3::schedules::chunk_step;
+use listings::m3::walkthrough::FastWeightLayer;
 use listings::ndarray::{Array1, Array2, ArrayView1, Axis};
 use listings::paper::after::{rule_recurrent, six_rules};
 use listings::paper::delta_rule::{delta_rule_recurrent, sum_normalise};
@@ -62,6 +64,22 @@ fn every_memory_is_values_by_features_written_v_phi_k_and_read_s_phi_q() {
                 z_t += &phi_k.row(t);
                 let q = phi_q.row(t);
                 close(causal.row(t), (s_t.dot(&q) / z_t.dot(&q)).view());
+            }
+
+            // The chunkwise schedule's carried state, and the layer of the
+            // code walkthrough that keeps its memory between segments.
+            let mut carried = Memory {
+                s: Array2::zeros((m, p)),
+                z: Array1::zeros(p),
+            };
+            chunk_step(&mut carried, &phi_q, &phi_k, &v).unwrap();
+            let mut layer = FastWeightLayer::new(p, m);
+            layer.segment(&phi_q, &phi_k, &v).unwrap();
+            for held in [&carried.s, &layer.memory.s] {
+                assert_eq!(held.dim(), (m, p));
+                for (a, b) in held.rows().into_iter().zip(s.rows()) {
+                    close(a, b);
+                }
             }
 
             // The delta rule: W_N: (m, p), y_N = W_N q̄_N.

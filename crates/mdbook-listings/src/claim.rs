@@ -245,17 +245,29 @@ pub(crate) fn collect(
 
 /// The last sentence of the prose before a mark: from the end of the
 /// sentence before it (., ? or ! and a space) to the end.
+/// Abbreviations whose stop ends no sentence.
+const ABBREVIATIONS: [&str; 6] = ["al.", "e.g.", "i.e.", "cf.", "Eq.", "Fig."];
+
 fn last_sentence(before: &str) -> String {
     let text = before.split_whitespace().collect::<Vec<_>>().join(" ");
     let body = text.trim_end_matches(['.', '?', '!', ':', ';', ',']);
     // A stop inside a code span (`1. `) ends no sentence: only stops
-    // after an even number of backticks count.
+    // after an even number of backticks count. Nor does the stop of an
+    // abbreviation ("et al.", "e.g.").
+    let abbreviation = |i: usize| {
+        ABBREVIATIONS.iter().any(|a| {
+            body[..=i].ends_with(a)
+                && !body[..i + 1 - a.len()]
+                    .ends_with(|c: char| c.is_alphanumeric())
+        })
+    };
     let start = body
         .char_indices()
         .filter(|&(i, c)| {
             matches!(c, '.' | '?' | '!')
                 && body[i + 1..].starts_with(' ')
                 && body[..i].matches('`').count() % 2 == 0
+                && !abbreviation(i)
         })
         .map(|(i, _)| i + 2)
         .next_back()
@@ -417,6 +429,12 @@ mod tests {
         let s = last_sentence("First one. The rows sum to\n  one. ");
         assert_eq!(s, "The rows sum to one.");
         assert_eq!(last_sentence("Only $x_1.5$ here"), "Only $x_1.5$ here");
+        let cited = "Before. As Katharopoulos et al. (2020) show, e.g. here.";
+        assert_eq!(
+            last_sentence(cited),
+            "As Katharopoulos et al. (2020) show, e.g. here."
+        );
+        assert_eq!(last_sentence("A Beal. Then b."), "Then b.");
         let md = "# A\n\nIt cancels {{#claim a}}, and stays. {{#claim b}}\n";
         let tests = BTreeMap::from([
             ("a".to_string(), vec![]),

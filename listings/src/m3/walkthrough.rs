@@ -552,58 +552,6 @@ mod tests {
     }
 
     #[test]
-    fn every_part_one_memory_is_values_by_features() {
-        // With m ≠ p, every listing of Part I that holds a memory holds it
-        // as (m, p), values by features, S = Σ_j v_j φ(k_j)ᵀ, and a query
-        // reads it as S φ(q), a vector of width m.
-        use crate::m3::fast_weight_memory::{fast_weight_write, memory_trace};
-        use crate::m3::feature_map::recall::best_memory;
-        let (n, p, m) = (7, 5, 3);
-        for seed in 0..3 {
-            let [q, k, v] = random(seed, n, p, m);
-            let (phi_q, phi_k) = (elu(&q), elu(&k));
-            // "Delete the softmax": the sequence's memory.
-            let memory = sequence_memory(&phi_k, &v);
-            assert_eq!((memory.s.dim(), memory.z.dim()), ((m, p), p));
-            assert_relative_eq!(
-                memory.s,
-                v.t().dot(&phi_k),
-                max_relative = 0.0
-            );
-            // ... read by every query as S φ(q_t) / zᵀφ(q_t).
-            let o = linear_attention_memory_first(&phi_q, &phi_k, &v).unwrap();
-            let reads = phi_q.dot(&memory.s.t())
-                / phi_q.dot(&memory.z).insert_axis(Axis(1));
-            assert_eq!(o.dim(), (n, m));
-            assert_relative_eq!(o, reads, max_relative = 1e-12);
-            // "That matrix is the fast-weight memory": one write, and the
-            // memory after every token.
-            let mut s = Array2::zeros((m, p));
-            fast_weight_write(&mut s, &v.row(0), &phi_k.row(0));
-            assert_eq!(s[[m - 1, p - 1]], v[[0, m - 1]] * phi_k[[0, p - 1]]);
-            let trace = memory_trace(&phi_k, &v).unwrap();
-            assert!(trace.iter().all(|s| s.dim() == (m, p)));
-            assert_relative_eq!(trace[n - 1], memory.s, max_relative = 1e-12);
-            // "Two faces of one computation": the state carried by a chunk.
-            let mut carried = Memory {
-                s: Array2::zeros((m, p)),
-                z: Array1::zeros(p),
-            };
-            chunk_step(&mut carried, &phi_q, &phi_k, &v).unwrap();
-            assert_relative_eq!(carried.s, memory.s, max_relative = 1e-12);
-            // "The feature map φ": the best memory of the same size.
-            let rows = ndarray::s![..p, ..];
-            let best = best_memory(&phi_k.slice(rows), &v.slice(rows));
-            assert_eq!(best.dim(), (m, p));
-            // This chapter: the layer that carries its memory.
-            let mut layer = FastWeightLayer::new(p, m);
-            layer.segment(&phi_q, &phi_k, &v).unwrap();
-            assert_eq!(layer.memory.s.dim(), (m, p));
-            assert_relative_eq!(layer.memory.s, memory.s, max_relative = 1e-12);
-        }
-    }
-
-    #[test]
     fn recurrent_form_and_fast_weight_loop_both_call_fast_weight_write() {
         // The exit check's "both layers call the same fast_weight_write",
         // read from the listings' source.
