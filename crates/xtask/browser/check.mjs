@@ -124,6 +124,19 @@ function serve(root) {
 
 // ---------------------------------------------------------------- pages
 
+// Chromium cannot capture a page much taller than this in one picture
+// (the claims appendix is several times taller): a longer page is
+// photographed from its top down to this height.
+const MAX_SHOT_PX = 16000;
+
+async function shoot(page, file) {
+  const [width, height] = await page.evaluate(() => [
+    document.documentElement.scrollWidth, document.documentElement.scrollHeight,
+  ]);
+  const clip = { x: 0, y: 0, width, height: Math.min(height, MAX_SHOT_PX) };
+  await page.screenshot({ path: file, fullPage: true, clip });
+}
+
 function htmlPages(root) {
   const out = [];
   const walk = (dir) => {
@@ -569,7 +582,7 @@ async function run(browser, origin) {
     seen.set(rel, found);
     for (const p of found.problems) problem(rel, p);
     if (chapters.includes(rel)) {
-      await page.screenshot({ path: path.join(opts.screenshots, shotName(rel, 'light')), fullPage: true });
+      await shoot(page, path.join(opts.screenshots, shotName(rel, 'light')));
       const captioned = await page.evaluate(() => !!document.querySelector('main .listing-caption, main .output-caption'));
       const themes = found.figures.length > 0 || captioned ? THEMES : [DARK];
       for (const theme of themes) {
@@ -593,7 +606,7 @@ async function run(browser, origin) {
         }
         if (theme === DARK) {
           await page.evaluate(() => window.scrollTo(0, 0));
-          await page.screenshot({ path: path.join(opts.screenshots, shotName(rel, theme)), fullPage: true });
+          await shoot(page, path.join(opts.screenshots, shotName(rel, theme)));
         }
       }
     }
