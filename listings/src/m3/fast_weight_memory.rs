@@ -593,6 +593,49 @@ mod tests {
         }
     }
 
+    /// Whether some entry of some output lies outside the range of that
+    /// entry over the values seen so far.
+    fn some_output_is_not_an_average(o: &Array2<f64>, v: &Array2<f64>) -> bool {
+        o.indexed_iter().any(|((t, c), &x)| {
+            let past = v.slice(s![..=t, c]);
+            let lo = past.fold(f64::INFINITY, |a, &b| a.min(b));
+            let hi = past.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            let slack = 1e-12 * (hi - lo).max(1.0);
+            x < lo - slack || x > hi + slack
+        })
+    }
+
+    #[test]
+    fn a_positive_denominator_does_not_make_a_read_an_average() {
+        // The check guards z_tᵀφ(q_t) only. Features that are mostly but not
+        // all positive (here the identity map on entries drawn around 1)
+        // keep every denominator above zero while some weights φ(k_j)ᵀφ(q_t)
+        // fall below it: the read is returned, and some output lies outside
+        // the range of the values so far. elu+1 on the same draws never.
+        let identity = |x: &ArrayRef2<f64>| x.to_owned();
+        let mut passed_and_not_average = 0;
+        for seed in 0..20 {
+            for (n, d, m) in [(12, 2, 3), (40, 4, 5), (100, 8, 8)] {
+                let mut rng = seeded(seed);
+                let q = randn(&mut rng, n, d) * 0.8 + 1.0;
+                let k = randn(&mut rng, n, d) * 0.8 + 1.0;
+                let v = randn(&mut rng, n, m);
+                if let Ok(o) = causal_linear_attention(&q, &k, &v, identity) {
+                    if some_output_is_not_an_average(&o, &v) {
+                        passed_and_not_average += 1;
+                    }
+                }
+                let o =
+                    causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
+                assert!(!some_output_is_not_an_average(&o, &v), "seed {seed}");
+            }
+        }
+        assert!(
+            passed_and_not_average > 0,
+            "every read that passed averaged"
+        );
+    }
+
     #[test]
     fn a_denominator_at_or_below_zero_is_an_error_naming_its_position() {
         // The identity map keeps negative features. Each form stops at the
