@@ -1,7 +1,7 @@
 //! The book's one orientation of the memory: every listing that holds a
 //! memory holds it values by features, S: (m, p), writes it with v φ(k)ᵀ
-//! and reads it with S φ(q). Shapes with m ≠ p, so the transpose would not
-//! even have the right shape.
+//! and reads it with S φ(q), the chunkwise forms included. Shapes with
+//! m ≠ p, so the transpose would not even have the right shape.
 
 use listings::m3::delete_softmax::{
     Memory, linear_attention_memory_first, sequence_memory,
@@ -13,8 +13,10 @@ use listings::m3::feature_map::recall::best_memory;
 use listings::m3::schedules::chunk_step;
 use listings::m3::walkthrough::FastWeightLayer;
 use listings::ndarray::{Array1, Array2, ArrayView1, Axis};
-use listings::paper::after::{rule_recurrent, six_rules};
-use listings::paper::delta_rule::{delta_rule_recurrent, sum_normalise};
+use listings::paper::after::{rule_chunkwise, rule_recurrent, six_rules};
+use listings::paper::delta_rule::{
+    delta_rule_chunkwise, delta_rule_recurrent, sum_normalise,
+};
 use listings::paper::retrieval::model::fwm_write;
 use listings::phi::elu_plus_one;
 use listings::random::{randn, seeded};
@@ -89,6 +91,11 @@ fn every_memory_is_values_by_features_written_v_phi_k_and_read_s_phi_q() {
             assert_eq!(delta.memory.dim(), (m, p));
             let q_bar = sum_normalise(&phi_q.row(n - 1));
             close(delta.output.row(n - 1), delta.memory.dot(&q_bar).view());
+            // ... and its chunkwise form, which hands back the same memory.
+            let chunked =
+                delta_rule_chunkwise(&phi_q, &phi_k, &v, &beta, 4).unwrap();
+            assert_eq!(chunked.memory.dim(), (m, p));
+            close(chunked.output.row(n - 1), chunked.memory.dot(&q_bar).view());
 
             // Every rule of "After the paper": W_N: (m, p), y_N = W_N q_N
             // (q at unit length for the rules that use unit keys).
@@ -101,6 +108,10 @@ fn every_memory_is_values_by_features_written_v_phi_k_and_read_s_phi_q() {
                     q /= q.dot(&q).sqrt();
                 }
                 close(read.output.row(n - 1), read.memory.dot(&q).view());
+                let chunked =
+                    rule_chunkwise(rule, &phi_q, &phi_k, &v, 4).unwrap();
+                assert_eq!(chunked.memory.dim(), (m, p), "{}", rule.name());
+                close(chunked.output.row(n - 1), chunked.memory.dot(&q).view());
             }
 
             // The best memory for these pairs, whatever rule wrote it.

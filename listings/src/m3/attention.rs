@@ -454,22 +454,32 @@ mod tests {
     #[test]
     fn causal_output_does_not_change_when_the_future_does() {
         for seed in 0..10 {
-            let Qkv { q, k, v } = random_qkv(seed, 30, 8, 4);
-            let before = softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
-            let t = 17; // rewrite every key and value after position t
-            let mut rng = seeded(seed + 1000);
-            let (mut k2, mut v2) = (k.clone(), v.clone());
-            k2.rows_mut().into_iter().skip(t + 1).for_each(|mut r| {
-                r.assign(&randn(&mut rng, 1, 8).row(0));
-            });
-            v2.rows_mut().into_iter().skip(t + 1).for_each(|mut r| {
-                r.assign(&randn(&mut rng, 1, 4).row(0));
-            });
-            let after = softmax_attention(&q, &k2, &v2, Mask::Causal).unwrap();
-            for row in 0..=t {
-                assert_eq!(before.output.row(row), after.output.row(row));
+            for (n, d, m) in [(2, 3, 4), (12, 8, 8), (30, 8, 4), (50, 16, 5)] {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                let before =
+                    softmax_attention(&q, &k, &v, Mask::Causal).unwrap();
+                // Rewrite every key and value after position t.
+                for t in [0, (n - 1) / 2, n - 2] {
+                    let mut rng = seeded(seed + 1000);
+                    let (mut k2, mut v2) = (k.clone(), v.clone());
+                    for j in t + 1..n {
+                        k2.row_mut(j).assign(&randn(&mut rng, 1, d).row(0));
+                        v2.row_mut(j).assign(&randn(&mut rng, 1, m).row(0));
+                    }
+                    let after =
+                        softmax_attention(&q, &k2, &v2, Mask::Causal).unwrap();
+                    for row in 0..=t {
+                        assert_eq!(
+                            before.output.row(row),
+                            after.output.row(row)
+                        );
+                    }
+                    assert_ne!(
+                        before.output.row(t + 1),
+                        after.output.row(t + 1)
+                    );
+                }
             }
-            assert_ne!(before.output.row(t + 1), after.output.row(t + 1));
         }
     }
 
@@ -541,35 +551,79 @@ mod tests {
 
     #[test]
     fn shape_mismatch_is_an_error_naming_both_shapes() {
-        let Qkv { q, k, v } = random_qkv(0, 12, 8, 8);
-        let narrow = randn(&mut seeded(1), 12, 6);
-        let msg = softmax_attention(&q, &narrow, &v, Mask::None)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(msg.contains("q is [12, 8]") && msg.contains("k is [12, 6]"));
-        let short = randn(&mut seeded(2), 11, 8);
-        let msg = softmax_attention(&q, &k, &short, Mask::None)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(msg.contains("k is [12, 8]") && msg.contains("v is [11, 8]"));
+        let err = |q: &Array2<f64>, k: &Array2<f64>, v: &Array2<f64>, mask| {
+            softmax_attention(q, k, v, mask)
+                .err()
+                .expect("a shape error")
+                .to_string()
+        };
+        for seed in 0..3 {
+            for (n, d, m) in [(2, 3, 4), (12, 8, 8), (40, 16, 5)] {
+                let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                let mut rng = seeded(seed + 10);
+                for mask in [Mask::None, Mask::Causal] {
+                    // Keys narrower than the queries.
+                    let narrow = randn(&mut rng, n, d + 1);
+                    let msg = err(&q, &narrow, &v, mask);
+                    assert!(msg.contains(&format!("q is [{n}, {d}]")), "{msg}");
+                    let k_is = format!("k is [{n}, {}]", d + 1);
+                    assert!(msg.contains(&k_is), "{msg}");
+                    // One value fewer than keys.
+                    let short = randn(&mut rng, n - 1, m);
+                    let msg = err(&q, &k, &short, mask);
+                    assert!(msg.contains(&format!("k is [{n}, {d}]")), "{msg}");
+                    let v_is = format!("v is [{}, {m}]", n - 1);
+                    assert!(msg.contains(&v_is), "{msg}");
+                }
+                // A causal read has one key per query.
+                let more = randn(&mut rng, n + 1, d);
+                let msg = err(&more, &k, &v, Mask::Causal);
+                let q_is = format!("q is [{}, {d}]", n + 1);
+                assert!(msg.contains(&q_is), "{msg}");
+                assert!(msg.contains(&format!("k is [{n}, {d}]")), "{msg}");
+            }
+        }
     }
 
     #[test]
     fn empty_or_non_finite_input_is_an_error() {
-        let e = Array2::<f64>::zeros((0, 4));
-        assert!(matches!(
-            softmax_attention(&e, &e, &e, Mask::Causal),
-            Err(InputError::Empty { .. })
-        ));
-        let Qkv { mut q, k, v } = random_qkv(0, 5, 4, 4);
-        q[[3, 2]] = f64::NAN;
-        let err = softmax_attention(&q, &k, &v, Mask::None).err().unwrap();
-        assert!(
-            err.to_string()
-                .contains("non-finite value NaN in q at [3, 2]")
-        );
+        // Each operand in turn: empty (no token, or no column), or holding
+        // a NaN or an infinity somewhere; the message names it.
+        for seed in 0..5 {
+            for (n, d, m) in [(3, 2, 2), (12, 8, 8), (40, 16, 5)] {
+                for (i, name) in ["q", "k", "v"].into_iter().enumerate() {
+                    for mask in [Mask::None, Mask::Causal] {
+                        let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                        let mut qkv = [q, k, v];
+                        let cols = qkv[i].ncols();
+                        qkv[i] = Array2::zeros((0, cols));
+                        let [q, k, v] = &qkv;
+                        let msg = softmax_attention(q, k, v, mask)
+                            .err()
+                            .expect("an error")
+                            .to_string();
+                        let want = format!("empty input: {name} has shape");
+                        assert!(msg.contains(&want), "{msg}");
+
+                        let Qkv { q, k, v } = random_qkv(seed, n, d, m);
+                        let mut qkv = [q, k, v];
+                        let at = (seed as usize % n, (i + 1) % qkv[i].ncols());
+                        let bad = [f64::NAN, f64::INFINITY][seed as usize % 2];
+                        qkv[i][[at.0, at.1]] = bad;
+                        let [q, k, v] = &qkv;
+                        let msg = softmax_attention(q, k, v, mask)
+                            .err()
+                            .expect("an error")
+                            .to_string();
+                        let want = format!(
+                            "non-finite value {bad} in {name} at [{}, {}]",
+                            at.0, at.1
+                        );
+                        assert!(msg.contains(&want), "{msg}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -601,11 +655,19 @@ mod tests {
 
     #[test]
     fn aligned_probe_beats_uniform_on_most_seeds() {
-        let study = probe_study(500);
-        assert!(study.beats_uniform * 100 >= 85 * 500, "{study}");
-        assert!(study.beats_uniform < 500, "no seed missed: {study}");
-        assert!(study.weight_on_target.median > 0.9, "{study}");
-        assert!(study.retrieval_error.median < 0.2, "{study}");
+        // The study the chapter prints, and a larger one.
+        let output = crate::outputs::ALL
+            .iter()
+            .find(|o| o.name == "attention-probe-study")
+            .expect("the chapter's output");
+        assert_eq!((output.run)(), probe_study(100).to_string());
+        for seeds in [100, 500] {
+            let study = probe_study(seeds);
+            assert!(study.beats_uniform * 100 >= 85 * seeds as usize);
+            assert!(study.beats_uniform < seeds as usize, "no miss: {study}");
+            assert!(study.weight_on_target.median > 0.9, "{study}");
+            assert!(study.retrieval_error.median < 0.2, "{study}");
+        }
     }
 
     #[test]
@@ -773,6 +835,14 @@ mod tests {
                 row.d
             );
         }
+        // "Stays put": across the widths it moves by less than a
+        // twentieth, while the raw largest weight moves by far more.
+        let scaled = rows.iter().map(|r| r.top_weight_scaled);
+        let (lo, hi) = scaled
+            .fold((1.0_f64, 0.0_f64), |(lo, hi), w| (lo.min(w), hi.max(w)));
+        assert!(hi - lo < 0.05, "scaled largest weight moves: {lo}..{hi}");
+        let raw = rows.last().unwrap().top_weight_raw - rows[0].top_weight_raw;
+        assert!(raw > 5.0 * (hi - lo), "{raw}");
     }
 
     #[test]

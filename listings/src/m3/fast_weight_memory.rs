@@ -360,51 +360,80 @@ mod tests {
                 }
             }
         }
+        // The study the chapter prints: at each of its lengths and seeds the
+        // forms agree to rounding, and the loop with the normaliser is the
+        // recurrence bit for bit.
+        let lengths = [1, 2, 3, 12, 100, 1000, 2000];
+        let rows = agreement_study(&lengths, 5);
+        for row in &rows {
+            assert!(row.recurrent_vs_parallel < 1e-12, "N = {}", row.n);
+            assert_eq!(row.recurrent_vs_loop, 0.0, "N = {}", row.n);
+        }
+        let output = crate::outputs::ALL
+            .iter()
+            .find(|o| o.name == "fast-weights-agreement")
+            .expect("the chapter's output");
+        let table = AgreementTable { seeds: 5, rows };
+        assert_eq!((output.run)(), table.to_string());
     }
 
     #[test]
     fn parallel_form_takes_its_length_from_the_input() {
-        // Two calls of different lengths in a row: the mask of one must not
-        // leak into the other, and a prefix gives the prefix's outputs.
-        let [phi_q, phi_k, v] = random(7, 40, 6, 3);
-        let full = linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
-        for n in [1, 9, 40] {
-            let cut = |a: &Array2<f64>| a.slice(s![..n, ..]).to_owned();
-            let part =
-                linear_attention_parallel(&cut(&phi_q), &cut(&phi_k), &cut(&v))
+        // Calls of different lengths in a row: the mask of one must not
+        // leak into the next, and a prefix gives the prefix's outputs.
+        for seed in 0..5 {
+            for (n, p, m) in [(40, 6, 3), (17, 2, 5), (64, 8, 1)] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let full =
+                    linear_attention_parallel(&phi_q, &phi_k, &v).unwrap();
+                for cut_at in [1, n / 3, n - 1, n] {
+                    let cut =
+                        |a: &Array2<f64>| a.slice(s![..cut_at, ..]).to_owned();
+                    let part = linear_attention_parallel(
+                        &cut(&phi_q),
+                        &cut(&phi_k),
+                        &cut(&v),
+                    )
                     .unwrap();
-            assert_eq!(part.dim(), (n, 3));
-            assert_relative_eq!(
-                part,
-                full.slice(s![..n, ..]),
-                max_relative = 1e-12
-            );
+                    assert_eq!(part.dim(), (cut_at, m));
+                    assert_relative_eq!(
+                        part,
+                        full.slice(s![..cut_at, ..]),
+                        max_relative = 1e-12
+                    );
+                }
+            }
         }
     }
 
     #[test]
     fn causal_output_does_not_change_when_the_future_does() {
         for seed in 0..5 {
-            let [phi_q, phi_k, v] = random(seed, 30, 8, 4);
-            let [_, phi_k2, v2] = random(seed + 100, 30, 8, 4);
-            let t = 17; // replace every key and value after position t
-            let mut k_new = phi_k.clone();
-            let mut v_new = v.clone();
-            k_new
-                .slice_mut(s![t + 1.., ..])
-                .assign(&phi_k2.slice(s![t + 1.., ..]));
-            v_new
-                .slice_mut(s![t + 1.., ..])
-                .assign(&v2.slice(s![t + 1.., ..]));
-            for form in [linear_attention_recurrent, linear_attention_parallel]
-            {
-                let before = form(&phi_q, &phi_k, &v).unwrap();
-                let after = form(&phi_q, &k_new, &v_new).unwrap();
-                assert_eq!(
-                    before.slice(s![..=t, ..]),
-                    after.slice(s![..=t, ..])
-                );
-                assert_ne!(before.row(t + 1), after.row(t + 1));
+            for (n, p, m) in [(2, 3, 4), (30, 8, 4), (50, 16, 5)] {
+                let [phi_q, phi_k, v] = random(seed, n, p, m);
+                let [_, phi_k2, v2] = random(seed + 100, n, p, m);
+                // Replace every key and value after position t.
+                for t in [0, (n - 1) / 2, n - 2] {
+                    let mut k_new = phi_k.clone();
+                    let mut v_new = v.clone();
+                    k_new
+                        .slice_mut(s![t + 1.., ..])
+                        .assign(&phi_k2.slice(s![t + 1.., ..]));
+                    v_new
+                        .slice_mut(s![t + 1.., ..])
+                        .assign(&v2.slice(s![t + 1.., ..]));
+                    for form in
+                        [linear_attention_recurrent, linear_attention_parallel]
+                    {
+                        let before = form(&phi_q, &phi_k, &v).unwrap();
+                        let after = form(&phi_q, &k_new, &v_new).unwrap();
+                        assert_eq!(
+                            before.slice(s![..=t, ..]),
+                            after.slice(s![..=t, ..])
+                        );
+                        assert_ne!(before.row(t + 1), after.row(t + 1));
+                    }
+                }
             }
         }
     }
@@ -491,18 +520,19 @@ mod tests {
     #[test]
     fn convenience_form_applies_phi_then_the_recurrence() {
         for seed in 0..5 {
-            let mut rng = seeded(seed);
-            let q = randn(&mut rng, 20, 6);
-            let k = randn(&mut rng, 20, 6);
-            let v = randn(&mut rng, 20, 3);
-            let o = causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
-            let want = linear_attention_parallel(
-                &elu_plus_one(&q),
-                &elu_plus_one(&k),
-                &v,
-            )
-            .unwrap();
-            assert_relative_eq!(o, want, max_relative = 1e-10, epsilon = 1e-12);
+            for (n, d, m) in [(1, 2, 1), (20, 6, 3), (90, 16, 8)] {
+                let mut rng = seeded(seed);
+                let q = randn(&mut rng, n, d);
+                let k = randn(&mut rng, n, d);
+                let v = randn(&mut rng, n, m);
+                let o =
+                    causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
+                // The recurrence on φ(q), φ(k): the same numbers, bit for bit.
+                let (phi_q, phi_k) = (elu_plus_one(&q), elu_plus_one(&k));
+                let want =
+                    linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
+                assert_eq!(o, want, "seed {seed}, N = {n}");
+            }
         }
     }
 
@@ -543,14 +573,16 @@ mod tests {
     #[test]
     fn state_after_t_tokens_is_the_memory_of_the_first_t_tokens() {
         for seed in 0..5 {
-            let [_, phi_k, v] = random(seed, 40, 6, 3);
-            let trace = memory_trace(&phi_k, &v).unwrap();
-            assert_eq!(trace.len(), 40);
-            for (t, s_t) in trace.iter().enumerate() {
-                let prefix = s![..=t, ..];
-                let memory =
-                    sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));
-                assert_relative_eq!(*s_t, memory.s, max_relative = 1e-12);
+            for (n, p, m) in [(1, 1, 1), (40, 6, 3), (25, 4, 9)] {
+                let [_, phi_k, v] = random(seed, n, p, m);
+                let trace = memory_trace(&phi_k, &v).unwrap();
+                assert_eq!(trace.len(), n);
+                for (t, s_t) in trace.iter().enumerate() {
+                    let prefix = s![..=t, ..];
+                    let memory =
+                        sequence_memory(&phi_k.slice(prefix), &v.slice(prefix));
+                    assert_relative_eq!(*s_t, memory.s, max_relative = 1e-12);
+                }
             }
         }
     }
@@ -591,6 +623,49 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Whether some entry of some output lies outside the range of that
+    /// entry over the values seen so far.
+    fn some_output_is_not_an_average(o: &Array2<f64>, v: &Array2<f64>) -> bool {
+        o.indexed_iter().any(|((t, c), &x)| {
+            let past = v.slice(s![..=t, c]);
+            let lo = past.fold(f64::INFINITY, |a, &b| a.min(b));
+            let hi = past.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+            let slack = 1e-12 * (hi - lo).max(1.0);
+            x < lo - slack || x > hi + slack
+        })
+    }
+
+    #[test]
+    fn a_positive_denominator_does_not_make_a_read_an_average() {
+        // The check guards z_tᵀφ(q_t) only. Features that are mostly but not
+        // all positive (here the identity map on entries drawn around 1)
+        // keep every denominator above zero while some weights φ(k_j)ᵀφ(q_t)
+        // fall below it: the read is returned, and some output lies outside
+        // the range of the values so far. elu+1 on the same draws never.
+        let identity = |x: &ArrayRef2<f64>| x.to_owned();
+        let mut passed_and_not_average = 0;
+        for seed in 0..20 {
+            for (n, d, m) in [(12, 2, 3), (40, 4, 5), (100, 8, 8)] {
+                let mut rng = seeded(seed);
+                let q = randn(&mut rng, n, d) * 0.8 + 1.0;
+                let k = randn(&mut rng, n, d) * 0.8 + 1.0;
+                let v = randn(&mut rng, n, m);
+                if let Ok(o) = causal_linear_attention(&q, &k, &v, identity) {
+                    if some_output_is_not_an_average(&o, &v) {
+                        passed_and_not_average += 1;
+                    }
+                }
+                let o =
+                    causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
+                assert!(!some_output_is_not_an_average(&o, &v), "seed {seed}");
+            }
+        }
+        assert!(
+            passed_and_not_average > 0,
+            "every read that passed averaged"
+        );
     }
 
     #[test]

@@ -1,0 +1,37 @@
+//! The committed results: each file names the command that made it, the
+//! machine and the date, as the introduction says. (Their contents are
+//! checked beside the code that reads them.)
+
+use listings::appendix::speed::{BenchTable, CrossoverData};
+use listings::paper::after::recall::sweep as recall;
+use listings::paper::retrieval::sweep as retrieval;
+
+/// The `# ` comment lines at the head of a committed TSV file.
+fn comments(file: &str) -> Vec<&str> {
+    file.lines()
+        .map_while(|l| l.strip_prefix("# "))
+        .collect::<Vec<_>>()
+}
+
+#[test]
+fn every_committed_file_records_its_command_machine_and_date() {
+    for (file, command) in [
+        (retrieval::COMMITTED, "cargo xtask retrieval"),
+        (recall::COMMITTED, "cargo xtask recall"),
+    ] {
+        let head = comments(file);
+        let made_by = format!("Made by `{command}`");
+        assert!(head.iter().any(|c| c.starts_with(&made_by)), "{head:?}");
+        assert!(head.iter().any(|c| c.starts_with("Machine: ")), "{command}");
+        let date = head.iter().find_map(|c| c.strip_prefix("Date: "));
+        let date = date.unwrap_or_else(|| panic!("{command}: no date"));
+        assert_eq!(date.len(), 10, "{command}: {date}");
+        assert!(date.starts_with("20"), "{command}: {date}");
+    }
+    let bench = BenchTable::committed();
+    assert!(bench.command.starts_with("cargo xtask bench"));
+    assert!(!bench.machine.is_empty() && bench.date.len() == 10);
+    let crossover = CrossoverData::committed();
+    assert_eq!(crossover.command, "cargo xtask bench crossover");
+    assert!(!crossover.machine.is_empty() && crossover.date.len() == 10);
+}
