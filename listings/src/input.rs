@@ -327,6 +327,34 @@ pub fn check_qkv<T: Entry>(
     Ok(())
 }
 
+/// The checks of [`check_qkv`] on features φ(q): (N, p), φ(k): (N_k, p)
+/// and values, and no negative feature: with φ(q), φ(k) ≥ 0 every weight
+/// φ(q)ᵀφ(k) is at least zero, so a read whose normaliser is above zero
+/// is a weighted average of the values. A negative feature is an error
+/// naming its operand and position.
+pub fn check_features<T: Entry>(
+    phi_q: &ArrayRef2<T>,
+    phi_k: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
+    causal: bool,
+) -> Result<(), InputError> {
+    check_qkv(phi_q, phi_k, v, causal)?;
+    for (name, a) in [("phi_q", phi_q), ("phi_k", phi_k)] {
+        if let Some(((i, j), x)) =
+            a.indexed_iter().find(|(_, x)| x.widen() < 0.0)
+        {
+            return Err(InputError::Outside {
+                name,
+                at: [i, j],
+                value: x.widen(),
+                allowed: "[0, ∞): a negative feature can make a weight \
+                          negative, and the read no average",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A chunkwise schedule's chunk size: at least one token.
 pub fn check_chunk(chunk: usize) -> Result<(), InputError> {
     if chunk == 0 {

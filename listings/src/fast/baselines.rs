@@ -4,7 +4,9 @@
 
 use super::mat_mul;
 use crate::causal::mask_future;
-use crate::input::{InputError, check_qkv, finite, normalisers};
+use crate::input::{
+    InputError, check_features, check_qkv, finite, normalisers,
+};
 use ndarray::{Array2, ArrayRef2, Axis};
 
 /// Causal softmax attention, softmax(Q Kᵀ / √d) V, at f32: the baseline
@@ -37,7 +39,7 @@ pub fn linear_attention_parallel_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     let mut scores = mat_mul(phi_q, &phi_k.t());
     mask_future(&mut scores, 0.0); // the causal mask
     weighted_read(&scores, v)
@@ -59,7 +61,7 @@ pub fn linear_attention_scores_first_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv(phi_q, phi_k, v, false)?;
+    check_features(phi_q, phi_k, v, false)?;
     weighted_read(&mat_mul(phi_q, &phi_k.t()), v)
 }
 
@@ -69,7 +71,7 @@ pub fn linear_attention_memory_first_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv(phi_q, phi_k, v, false)?;
+    check_features(phi_q, phi_k, v, false)?;
     let (s, z) = (mat_mul(&v.t(), phi_k), phi_k.sum_axis(Axis(0)));
     let denominator = phi_q.dot(&z);
     normalisers("zᵀφ(q_t)", &denominator)?;

@@ -63,6 +63,25 @@ fn check_token(
     Ok(())
 }
 
+/// No feature below zero, as `input::check_features` asks of the whole
+/// sequence forms: every weight is then at least zero.
+fn no_negative_feature(
+    features: [(&'static str, &[f32]); 2],
+) -> Result<(), InputError> {
+    for (name, x) in features {
+        if let Some(j) = x.iter().position(|&x| x < 0.0) {
+            return Err(InputError::Outside {
+                name,
+                at: [0, j],
+                value: f64::from(x[j]),
+                allowed: "[0, ∞): a negative feature can make a weight \
+                          negative, and the read no average",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The buffer a read goes into has the width of a value.
 fn out_width(out: &[f32], m: usize) -> Result<(), InputError> {
     if out.len() == m {
@@ -256,6 +275,7 @@ impl LinearStateF32 {
     ) -> Result<(), InputError> {
         let (p, m) = (self.z.len(), self.m);
         check_token([("phi_q", phi_q), ("phi_k", phi_k), ("v", v)], p, m)?;
+        no_negative_feature([("phi_q", phi_q), ("phi_k", phi_k)])?;
         out_width(out, m)?;
         let (s, z) = (&mut self.s, &mut self.z);
         let norm = state_step_wide(s, z, phi_q, phi_k, v, out);

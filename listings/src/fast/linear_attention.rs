@@ -4,7 +4,7 @@
 use super::{ROWS, general_mat_mul, row_major, slice, tally};
 use crate::causal::mask_future;
 use crate::input::{
-    InputError, check_chunk, check_qkv, finite, normaliser, normalisers,
+    InputError, check_chunk, check_features, finite, normaliser, normalisers,
 };
 use ndarray::linalg::general_mat_vec_mul;
 use ndarray::{Array1, Array2, ArrayRef2, Zip, s};
@@ -90,7 +90,7 @@ pub fn linear_attention_recurrent_f32(
     phi_k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let mut z = vec![0.0f32; p]; // z_0 = 0
@@ -121,7 +121,7 @@ pub fn linear_attention_chunkwise_f32(
     v: &ArrayRef2<f32>,
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = Array2::<f32>::zeros((m, p)); // S_0 = 0

@@ -522,9 +522,13 @@ fn a_bad_decode_step_is_an_error_naming_the_problem() {
         let e = cache.step(&huge, &huge, &v, &mut out).unwrap_err();
         assert!(e.to_string().contains("overflow"), "{e}");
         assert_eq!(cache.len(), 0);
-        // Features whose normaliser is at or below zero, at step t = 0.
-        let negative = vec![-1.0f32; d];
+        // A negative feature, then features whose normaliser is zero.
+        let mut negative = k.clone();
+        negative[d - 1] = -1.0;
         let e = state.step(&q, &negative, &v, &mut out).unwrap_err();
+        assert!(e.to_string().contains("phi_k"), "{e}");
+        let zero = vec![0.0f32; d];
+        let e = state.step(&q, &zero, &v, &mut out).unwrap_err();
         assert!(e.to_string().contains("zᵀφ(q_t)"), "{e}");
         assert!(out.iter().all(|x| x.is_finite()));
     }

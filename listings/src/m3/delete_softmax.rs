@@ -6,7 +6,9 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); feature-mapped queries and
 //! keys φ(Q), φ(K): (N, p). The memory S is (m, p), values by features.
 
-use crate::input::{InputError, check_qkv, finite, normaliser, normalisers};
+use crate::input::{
+    InputError, check_features, check_qkv, finite, normaliser, normalisers,
+};
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Attention, Mask, softmax_rows};
 use crate::m3::cost::group_digits;
@@ -62,7 +64,7 @@ pub fn linear_attention_scores_first(
     phi_k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
-    check_qkv(phi_q, phi_k, v, false)?;
+    check_features(phi_q, phi_k, v, false)?;
     let scores = phi_q.dot(&phi_k.t()); // (N, N_k): grows with N
     let numerator = scores.dot(v); // (N, m)
     let denominator = scores.sum_axis(Axis(1));
@@ -98,7 +100,7 @@ pub fn linear_attention_memory_first(
     phi_k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
-    check_qkv(phi_q, phi_k, v, false)?;
+    check_features(phi_q, phi_k, v, false)?;
     let Memory { s, z } = sequence_memory(phi_k, v); // (m, p) and (p)
     let numerator = phi_q.dot(&s.t()); // (N, m)
     let denominator = phi_q.dot(&z); // (N)

@@ -10,8 +10,8 @@
 
 use crate::causal::causal_scores;
 use crate::input::{
-    InputError, check_qkv, finite, nonempty_finite, normaliser, normalisers,
-    same_rows,
+    InputError, check_features, check_qkv, finite, nonempty_finite, normaliser,
+    normalisers, same_rows,
 };
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
@@ -45,7 +45,7 @@ pub fn linear_attention_recurrent(
     phi_k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut s = Array2::zeros((m, p)); // S_0 = 0
     let mut z = Array1::zeros(p); // z_0 = 0
@@ -70,7 +70,7 @@ pub fn linear_attention_parallel(
     phi_k: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     let scores = causal_scores(phi_q, phi_k); // (N, N), N from the input
     let numerator = scores.dot(v); // (N, m)
     let denominator = scores.sum_axis(Axis(1));
@@ -638,75 +638,81 @@ mod tests {
     }
 
     #[test]
-    fn a_positive_denominator_does_not_make_a_read_an_average() {
-        // The check guards z_tᵀφ(q_t) only. Features that are mostly but not
-        // all positive (here the identity map on entries drawn around 1)
-        // keep every denominator above zero while some weights φ(k_j)ᵀφ(q_t)
-        // fall below it: the read is returned, and some output lies outside
-        // the range of the values so far. elu+1 on the same draws never.
+    fn a_negative_feature_is_refused_so_every_read_returned_is_an_average() {
+        // Features that are mostly but not all positive (the identity map
+        // on entries drawn around 1) can keep every denominator above zero
+        // while some weights φ(k_j)ᵀφ(q_t) fall below it, and such a read
+        // would not be an average. The forms refuse any negative feature
+        // and name it; whatever they return is an average, and elu+1 on
+        // the same draws always reads.
         let identity = |x: &ArrayRef2<f64>| x.to_owned();
-        let mut passed_and_not_average = 0;
+        let (mut refused, mut would_not_average) = (0, 0);
         for seed in 0..20 {
             for (n, d, m) in [(12, 2, 3), (40, 4, 5), (100, 8, 8)] {
                 let mut rng = seeded(seed);
                 let q = randn(&mut rng, n, d) * 0.8 + 1.0;
                 let k = randn(&mut rng, n, d) * 0.8 + 1.0;
                 let v = randn(&mut rng, n, m);
-                if let Ok(o) = causal_linear_attention(&q, &k, &v, identity) {
-                    if some_output_is_not_an_average(&o, &v) {
-                        passed_and_not_average += 1;
+                let unchecked = loop_with_normaliser(&q, &k, &v);
+                if some_output_is_not_an_average(&unchecked, &v) {
+                    would_not_average += 1;
+                }
+                match causal_linear_attention(&q, &k, &v, identity) {
+                    Ok(o) => assert!(!some_output_is_not_an_average(&o, &v)),
+                    Err(InputError::Outside {
+                        name, at, value, ..
+                    }) => {
+                        let x = if name == "phi_q" { &q } else { &k };
+                        assert_eq!(x[at], value);
+                        assert!(value < 0.0);
+                        refused += 1;
                     }
+                    Err(other) => panic!("seed {seed}: {other}"),
                 }
                 let o =
                     causal_linear_attention(&q, &k, &v, elu_plus_one).unwrap();
                 assert!(!some_output_is_not_an_average(&o, &v), "seed {seed}");
             }
         }
-        assert!(
-            passed_and_not_average > 0,
-            "every read that passed averaged"
-        );
+        assert!(refused > 0 && would_not_average > 0);
     }
 
     #[test]
     fn a_denominator_at_or_below_zero_is_an_error_naming_its_position() {
-        // The identity map keeps negative features. Each form stops at the
-        // first t whose z_tᵀφ(q_t), computed here on its own, is ≤ 0.
-        let identity = |x: &ArrayRef2<f64>| x.to_owned();
-        let mut stopped = 0;
-        for seed in 0..20 {
-            let (Qkv { q, k, v }, _) = crate::m3::attention::walkthrough(seed);
-            let first = (0..q.nrows()).find(|&t| {
-                let z_t = k.slice(s![..=t, ..]).sum_axis(ndarray::Axis(0));
-                z_t.dot(&q.row(t)) <= 0.0
-            });
-            let results = [
-                causal_linear_attention(&q, &k, &v, identity),
-                linear_attention_recurrent(&q, &k, &v),
-                linear_attention_parallel(&q, &k, &v),
-            ];
-            for result in results {
-                match (first, result) {
-                    (None, result) => assert!(result.is_ok(), "seed {seed}"),
-                    (
-                        Some(t),
-                        Err(InputError::NonPositive { at, value, .. }),
-                    ) => {
-                        assert_eq!(at, t, "seed {seed}");
-                        assert!(value <= 0.0, "seed {seed}");
-                        stopped += 1;
+        // Non-negative features whose query row t is all zeros (as relu
+        // gives a query with no positive entry): z_tᵀφ(q_t) = 0, and each
+        // form stops at that t, the first such row, with the zero named.
+        for seed in 0..10 {
+            for (n, p, m) in [(1, 3, 2), (12, 8, 8), (40, 5, 3)] {
+                let [q, k, v] = random(seed, n, p, m);
+                let (mut phi_q, phi_k) = (elu_plus_one(&q), elu_plus_one(&k));
+                let t = (seed as usize * 7) % n;
+                phi_q.row_mut(t).fill(0.0);
+                for result in [
+                    linear_attention_recurrent(&phi_q, &phi_k, &v),
+                    linear_attention_parallel(&phi_q, &phi_k, &v),
+                ] {
+                    match result {
+                        Err(InputError::NonPositive { at, value, .. }) => {
+                            assert_eq!((at, value), (t, 0.0), "seed {seed}");
+                        }
+                        other => panic!("seed {seed}, t {t}: {other:?}"),
                     }
-                    (Some(t), other) => panic!("seed {seed}, t {t}: {other:?}"),
                 }
             }
         }
-        // The walkthrough's own seed stops, as the chapter's Try it says.
-        assert!(stopped > 0);
+        // The identity map on the walkthrough's inputs, as the chapter's
+        // Try it does: refused, naming a negative feature and its place.
+        let identity = |x: &ArrayRef2<f64>| x.to_owned();
         let (Qkv { q, k, v }, _) = crate::m3::attention::walkthrough(0);
         let msg = causal_linear_attention(&q, &k, &v, identity)
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("non-positive divisor") && msg.contains("row"));
+        assert!(msg.contains("phi_q") && msg.contains("negative"), "{msg}");
+        let msg = linear_attention_recurrent(&elu_plus_one(&q), &k, &v)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("phi_k") && msg.contains("negative"), "{msg}");
     }
 
     #[test]

@@ -12,8 +12,8 @@
 
 use crate::causal::causal_scores;
 use crate::input::{
-    InputError, check_chunk, check_qkv, finite, nonempty_finite, normalisers,
-    same_cols, same_rows,
+    InputError, check_chunk, check_features, check_qkv, finite,
+    nonempty_finite, normalisers, same_cols, same_rows,
 };
 use crate::m3::cost::{
     bytes, fixed_state_floats, group_digits, score_matrix_floats,
@@ -65,7 +65,7 @@ pub fn linear_attention_chunkwise(
     v: &ArrayRef2<f64>,
     chunk: usize,
 ) -> Result<Array2<f64>, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut memory = Memory {

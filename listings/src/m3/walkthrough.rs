@@ -8,7 +8,9 @@
 //! Shapes: q: (N, d), k: (N_k, d), v: (N_k, m); φ(q), φ(k): (N, p); the
 //! memory S: (m, p).
 
-use crate::input::{InputError, check_qkv, finite, normalisers, same_cols};
+use crate::input::{
+    InputError, check_features, check_qkv, finite, normalisers, same_cols,
+};
 use crate::m3::delete_softmax::{Memory, sequence_memory};
 use crate::m3::fast_weight_memory::fast_weight_loop;
 use crate::m3::schedules::chunk_step;
@@ -88,7 +90,7 @@ impl FastWeightLayer {
         phi_k: &ArrayRef2<f64>,
         v: &ArrayRef2<f64>,
     ) -> Result<Array2<f64>, InputError> {
-        check_qkv(phi_q, phi_k, v, true)?;
+        check_features(phi_q, phi_k, v, true)?;
         let s = &self.memory.s;
         same_cols(("phi_k", phi_k), ("S", s), "S is (m, p)")?;
         same_cols(("v", v), ("S transposed", &s.t()), "S is (m, p)")?;
@@ -524,13 +526,18 @@ mod tests {
         assert!(msg.contains("k is [11, 8]"), "{msg}");
         // A segment of the wrong width for the layer's state.
         let mut layer = FastWeightLayer::new(8, 4);
-        let msg = layer.segment(&q, &k, &narrow).unwrap_err().to_string();
+        let (phi_q, phi_k) = (elu(&q), elu(&k));
+        let msg = layer
+            .segment(&phi_q, &phi_k, &narrow)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("v is [12, 6]")
                 && msg.contains("S transposed is [8, 4]"),
             "{msg}"
         );
         let wide = randn(&mut seeded(3), 12, 9);
+        let wide = elu(&wide);
         let msg = layer.segment(&wide, &wide, &v).unwrap_err().to_string();
         assert!(
             msg.contains("phi_k is [12, 9]") && msg.contains("S is [4, 8]")
