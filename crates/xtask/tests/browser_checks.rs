@@ -133,6 +133,14 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                 "id=\"figure-causal-attention-heatmap\"",
                 "id=\"figure-renamed\"",
             );
+            tamper(d, "print.html", "class=\"katex\"", "class=\"gone\"");
+            // The sidebar, which mdBook's script builds on every page.
+            let toc = fs::read_dir(d.join("book"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+                .find(|n| n.starts_with("toc-") && n.ends_with(".js"))
+                .expect("mdBook's sidebar script");
+            tamper(d, &toc, "href=\"second.html\"", "href=\"gone.html\"");
             for entry in fs::read_dir(d.join("book/katex/fonts")).unwrap() {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy();
@@ -180,6 +188,14 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
             (
                 "a missing KaTeX font",
                 "chapter.html: HTTP 404 for katex/fonts/KaTeX_Main-Regular",
+            ),
+            (
+                "a formula missing from the print page",
+                "print.html: has 1 formulas; the chapters have 2",
+            ),
+            (
+                "a sidebar link to a missing page",
+                "broken link href=\"gone.html\": no gone.html in the book",
             ),
             (
                 "a figure missing from the print page",
