@@ -339,20 +339,25 @@ pub fn check_features<T: Entry>(
     causal: bool,
 ) -> Result<(), InputError> {
     check_qkv(phi_q, phi_k, v, causal)?;
-    for (name, a) in [("phi_q", phi_q), ("phi_k", phi_k)] {
-        if let Some(((i, j), x)) =
-            a.indexed_iter().find(|(_, x)| x.widen() < 0.0)
-        {
-            return Err(InputError::Outside {
-                name,
-                at: [i, j],
-                value: x.widen(),
-                allowed: "[0, ∞): a negative feature can make a weight \
-                          negative, and the read no average",
-            });
-        }
+    no_negative_feature("phi_q", phi_q)?;
+    no_negative_feature("phi_k", phi_k)
+}
+
+/// No entry of the features `a` below zero; an error naming the first.
+pub fn no_negative_feature<T: Entry>(
+    name: &'static str,
+    a: &ArrayRef2<T>,
+) -> Result<(), InputError> {
+    match a.indexed_iter().find(|(_, x)| x.widen() < 0.0) {
+        None => Ok(()),
+        Some(((i, j), x)) => Err(InputError::Outside {
+            name,
+            at: [i, j],
+            value: x.widen(),
+            allowed: "[0, ∞): a negative feature can make a weight \
+                      negative, and the read no average",
+        }),
     }
-    Ok(())
 }
 
 /// A chunkwise schedule's chunk size: at least one token.

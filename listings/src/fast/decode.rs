@@ -6,7 +6,10 @@
 
 use super::linear_attention::recurrent_token_f32;
 use super::softmax::{exp2_minus_sum, largest};
-use crate::input::{InputError, normaliser};
+use crate::input::{
+    InputError, no_negative_feature, nonempty_finite, normaliser,
+};
+use ndarray::ArrayView2;
 
 in_widest_vectors! {
     /// `cache_read` in the widest vectors this CPU has.
@@ -31,6 +34,11 @@ in_widest_vectors! {
     ) -> f32 = recurrent_token_f32;
 }
 
+/// A token's vector as a (1, len) view, for the checks of `input`.
+fn row(x: &[f32]) -> ArrayView2<'_, f32> {
+    ArrayView2::from_shape((1, x.len()), x).expect("a slice is one row")
+}
+
 /// A token's vectors have the widths the memory was made for and only
 /// finite entries; an error names the vector, and its width or the
 /// position of its first NaN or ±∞, if not. Allocates nothing.
@@ -40,10 +48,6 @@ fn check_token(
     m: usize,
 ) -> Result<(), InputError> {
     for (name, x, want) in [(q.0, q.1, d), (k.0, k.1, d), (v.0, v.1, m)] {
-        if want == 0 {
-            let shape = [1, 0];
-            return Err(InputError::Empty { name, shape });
-        }
         if x.len() != want {
             return Err(InputError::ShapeMismatch {
                 left: (name, [1, x.len()]),
@@ -51,33 +55,7 @@ fn check_token(
                 rule: "a token's vectors have the widths the memory was made for",
             });
         }
-        if let Some(j) = x.iter().position(|x| !x.is_finite()) {
-            let value = f64::from(x[j]);
-            return Err(InputError::NonFinite {
-                name,
-                at: [0, j],
-                value,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// No feature below zero, as `input::check_features` asks of the whole
-/// sequence forms: every weight is then at least zero.
-fn no_negative_feature(
-    features: [(&'static str, &[f32]); 2],
-) -> Result<(), InputError> {
-    for (name, x) in features {
-        if let Some(j) = x.iter().position(|&x| x < 0.0) {
-            return Err(InputError::Outside {
-                name,
-                at: [0, j],
-                value: f64::from(x[j]),
-                allowed: "[0, ∞): a negative feature can make a weight \
-                          negative, and the read no average",
-            });
-        }
+        nonempty_finite(name, &row(x))?;
     }
     Ok(())
 }
@@ -275,7 +253,8 @@ impl LinearStateF32 {
     ) -> Result<(), InputError> {
         let (p, m) = (self.z.len(), self.m);
         check_token([("phi_q", phi_q), ("phi_k", phi_k), ("v", v)], p, m)?;
-        no_negative_feature([("phi_q", phi_q), ("phi_k", phi_k)])?;
+        no_negative_feature("phi_q", &row(phi_q))?;
+        no_negative_feature("phi_k", &row(phi_k))?;
         out_width(out, m)?;
         let (s, z) = (&mut self.s, &mut self.z);
         let norm = state_step_wide(s, z, phi_q, phi_k, v, out);
