@@ -818,6 +818,20 @@ mod tests {
             .sum()
     }
 
+    /// Fresh weights with the gates moved away from their start, so that
+    /// each gate's term matters.
+    fn params_with_moved_gates(
+        rng: &mut BookRng,
+        shape: Shape,
+        mixer: Mixer,
+    ) -> Params<f64> {
+        let mut p = Params::init(rng, shape, mixer);
+        for x in p.g.iter_mut().chain(p.g_bias.iter_mut()) {
+            *x = standard_normal(rng);
+        }
+        p
+    }
+
     #[test]
     fn every_gradient_matches_central_differences() {
         for mixer in Mixer::ALL {
@@ -826,11 +840,7 @@ mod tests {
             {
                 let shape = shape(pairs, d);
                 let mut rng = seeded(seed as u64);
-                let mut p: Params<f64> = Params::init(&mut rng, shape, mixer);
-                // Gates away from their start, so each gate's term matters.
-                for x in p.g.iter_mut().chain(p.g_bias.iter_mut()) {
-                    *x = standard_normal(&mut rng);
-                }
+                let p = params_with_moved_gates(&mut rng, shape, mixer);
                 let seqs: Vec<Sequence> =
                     (0..2).map(|_| shape.task.sample(&mut rng)).collect();
                 let mut g = p.zeros_like();
@@ -1009,10 +1019,7 @@ mod tests {
             {
                 let shape = shape(pairs, d);
                 let mut rng = seeded(seed as u64);
-                let mut p: Params<f64> = Params::init(&mut rng, shape, mixer);
-                for x in p.g.iter_mut().chain(p.g_bias.iter_mut()) {
-                    *x = standard_normal(&mut rng);
-                }
+                let p = params_with_moved_gates(&mut rng, shape, mixer);
                 let seq = shape.task.sample(&mut rng);
                 let mut w = Work::default();
                 run_sequence(mixer, shape, &p, &seq, None, &mut w).unwrap();
