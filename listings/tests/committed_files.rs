@@ -6,20 +6,12 @@ use listings::appendix::speed::{BenchTable, CrossoverData};
 use listings::paper::after::recall::sweep as recall;
 use listings::paper::retrieval::sweep as retrieval;
 
-/// The `# ` comment lines at the head of a committed TSV file.
-fn comments(file: &str) -> Vec<&str> {
-    file.lines()
-        .map_while(|l| l.strip_prefix("# "))
-        .collect::<Vec<_>>()
-}
-
 #[test]
 fn every_committed_file_records_its_command_machine_and_date() {
-    for (file, command) in [
-        (retrieval::COMMITTED, "cargo xtask retrieval"),
-        (recall::COMMITTED, "cargo xtask recall"),
+    for (head, command) in [
+        (retrieval::committed().0, "cargo xtask retrieval"),
+        (recall::committed().0, "cargo xtask recall"),
     ] {
-        let head = comments(file);
         let made_by = format!("Made by `{command}`");
         assert!(head.iter().any(|c| c.starts_with(&made_by)), "{head:?}");
         assert!(head.iter().any(|c| c.starts_with("Machine: ")), "{command}");
