@@ -4,6 +4,7 @@
 
 use listings::fast::{random_inputs, to_f32};
 use listings::measure::thread_cpu_seconds;
+use listings::summary::Spread;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -42,13 +43,13 @@ pub fn time(mut f: impl FnMut()) -> Timing {
 }
 
 /// The median, fastest and slowest of an odd number of samples.
-fn summarise(mut samples: Vec<f64>) -> Timing {
+fn summarise(samples: Vec<f64>) -> Timing {
     assert!(samples.len() % 2 == 1, "an odd number of samples");
-    samples.sort_by(f64::total_cmp);
+    let Spread { min, median, max } = Spread::of(&samples);
     Timing {
-        median: samples[samples.len() / 2],
-        min: samples[0],
-        max: samples[samples.len() - 1],
+        median,
+        min,
+        max,
         reps: samples.len(),
     }
 }
