@@ -90,7 +90,6 @@ pub fn favor_projection(rng: &mut impl Rng, d: usize, r: usize) -> Array2<f64> {
 }
 // ANCHOR_END: favor_projection
 
-// ANCHOR: map_rows
 /// Apply a feature map of one vector to every row of x: (N, d) → (N, p).
 pub fn map_rows(
     x: &ArrayRef2<f64>,
@@ -101,7 +100,6 @@ pub fn map_rows(
     let p = rows.first().map_or(0, |r| r.len());
     Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i])
 }
-// ANCHOR_END: map_rows
 
 // ANCHOR: FeatureMap
 /// The feature maps of the book, one type for every chapter.

@@ -17,21 +17,17 @@ pub fn seeded(seed: u64) -> BookRng {
 }
 // ANCHOR_END: seeded
 
-// ANCHOR: standard_normal
 /// One draw from N(0, 1) by the Box–Muller transform.
 pub fn standard_normal(rng: &mut impl Rng) -> f64 {
     let u1 = 1.0 - rng.random::<f64>(); // in (0, 1], so ln(u1) is finite
     let u2 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
 }
-// ANCHOR_END: standard_normal
 
-// ANCHOR: randn
 /// A (rows, cols) matrix of independent N(0, 1) entries.
 pub fn randn(rng: &mut impl Rng, rows: usize, cols: usize) -> Array2<f64> {
     Array2::from_shape_simple_fn((rows, cols), || standard_normal(rng))
 }
-// ANCHOR_END: randn
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,10 @@
 //! test does not exist there fails the build. Whether the test also runs
 //! is `cargo xtask test`'s to check, with [`marked_tests`].
 
-use crate::scan::{Scanned, find_unescaped};
+use crate::chapter::Chapter;
+use crate::escape::find_unescaped;
+use crate::reference;
+use crate::scan::{Scanned, scan};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -147,7 +150,7 @@ pub fn function_name(name: &str) -> &str {
 /// that each of them ran.
 pub fn marked_tests(content: &str) -> Vec<String> {
     let mut names = Vec::new();
-    for s in crate::scan::scan(content) {
+    for s in scan(content) {
         if !s.inside {
             for (_, _, mark) in marks(s.text) {
                 names.extend(mark.into_iter().map(str::to_string));
@@ -197,7 +200,7 @@ pub(crate) fn collect(
     for (chapter, (path, content)) in chapters.iter().enumerate() {
         let mut paragraph = String::new();
         let mut number = 0;
-        for s in crate::scan::scan(content) {
+        for s in scan(content) {
             if s.inside || s.text.trim().is_empty() {
                 paragraph.clear();
                 continue;
@@ -316,9 +319,9 @@ pub(crate) fn expand_marks(
 /// `chapters` are (path, title) of every chapter; `here` is the appendix's
 /// path; `sources` says whether to show the tests' code (not for
 /// `mdbook test`, where rustdoc would try to compile it).
-pub(crate) fn appendix(
+fn appendix(
     claims: &[Claim],
-    chapters: &[(&str, String)],
+    chapters: &[(String, String)],
     here: &str,
     tests: &BTreeMap<String, Vec<Test>>,
     sources: bool,
@@ -342,7 +345,7 @@ pub(crate) fn appendix(
             last = Some(claim.chapter);
         }
         let id = entry_id(claim);
-        let back = crate::reference::relative(here, path);
+        let back = reference::relative(here, path);
         let _ = writeln!(
             out,
             "<div class=\"claim-entry\" id=\"{id}\">\n\n> {} \
@@ -390,6 +393,87 @@ fn is_the_builds_own(file: &str) -> bool {
 /// Is this line the appendix's directive?
 pub(crate) fn is_page(s: &Scanned<'_>) -> bool {
     !s.inside && s.text.trim() == PAGE
+}
+
+/// The claim marks of the whole book, the tests they name, and the page
+/// that lists them.
+pub(crate) struct Claims {
+    marks: Vec<Claim>,
+    tests: BTreeMap<String, Vec<Test>>,
+    /// The chapter holding `{{#claims}}`, if any.
+    page: Option<usize>,
+    /// Each chapter's path and title (its first `# ` heading).
+    chapters: Vec<(String, String)>,
+}
+
+impl Claims {
+    /// The first pass: every mark of the book, its tests found in the
+    /// workspace (the folder above `src`), and the appendix page.
+    pub(crate) fn collect(
+        chapters: &[Chapter],
+        src: &Path,
+        errors: &mut Vec<String>,
+    ) -> Claims {
+        let uses = |c: &&Chapter| c.content.contains("{{#claim");
+        let tests = if chapters.iter().any(|c| uses(&c)) {
+            find_tests(src.parent().unwrap_or(src))
+        } else {
+            Default::default()
+        };
+        let contents: Vec<(&str, &str)> = chapters
+            .iter()
+            .map(|c| (c.path.as_str(), c.content.as_str()))
+            .collect();
+        let marks = collect(&contents, &tests, errors);
+        let page = chapters
+            .iter()
+            .position(|c| scan(&c.content).iter().any(is_page));
+        if page.is_none() && !marks.is_empty() {
+            errors.push(
+                "the book has claim marks but no page with {{#claims}} for \
+                 them to link to; add one to SUMMARY.md"
+                    .to_string(),
+            );
+        }
+        let titles = chapters
+            .iter()
+            .map(|c| {
+                let title = c
+                    .content
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# "))
+                    .unwrap_or(&c.path);
+                (c.path.clone(), title.trim().to_string())
+            })
+            .collect();
+        Claims {
+            marks,
+            tests,
+            page,
+            chapters: titles,
+        }
+    }
+
+    /// The marks of the chapter with index `chapter`, in order.
+    pub(crate) fn of_chapter(&self, chapter: usize) -> Vec<&Claim> {
+        self.marks.iter().filter(|c| c.chapter == chapter).collect()
+    }
+
+    /// The appendix page as a link from the chapter at `from`, given
+    /// every chapter's path.
+    pub(crate) fn page_link(
+        &self,
+        from: &str,
+        paths: &[String],
+    ) -> Option<String> {
+        self.page.map(|p| reference::relative(from, &paths[p]))
+    }
+
+    /// The appendix, as Markdown, for the page at `here`; `sources` says
+    /// whether to quote the tests' code.
+    pub(crate) fn appendix(&self, here: &str, sources: bool) -> String {
+        appendix(&self.marks, &self.chapters, here, &self.tests, sources)
+    }
 }
 
 #[cfg(test)]

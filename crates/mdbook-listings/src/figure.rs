@@ -166,7 +166,7 @@ pub(crate) fn expand(
         Some(end) => format!(
             "{}><title id=\"{id}-title\">{}</title>{}",
             &svg[..end],
-            escape(&block.alt),
+            escape::html(&block.alt),
             &svg[end + 1..]
         ),
         None => svg,
@@ -176,7 +176,7 @@ pub(crate) fn expand(
         "<figure id=\"{id}\" class=\"book-figure\">\n{svg}\n\
          <figcaption><a class=\"caption-label\" href=\"#{id}\">{label}</a>: \
          {}</figcaption>\n</figure>\n",
-        escape(&block.caption)
+        escape::html(&block.caption)
     );
 }
 

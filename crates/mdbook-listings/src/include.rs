@@ -1,12 +1,10 @@
 //! `{{#include path:anchor}}` and `{{#rustdoc_include path:anchor}}`: how
 //! they are read, and the check that the anchor exists and encloses code.
 //! mdBook's own `links` preprocessor, which does the including, would show
-//! an empty block instead.
-//!
-//! This module is public so that the book's build (`cargo xtask`) reads
-//! includes exactly as the preprocessor does; see [`listing_anchors`].
+//! an empty block instead. Also the reading of a file's anchors, which
+//! `orphan` checks the other way round.
 
-use crate::scan::{find_unescaped, scan};
+use crate::escape::find_unescaped;
 use std::path::{Component, Path, PathBuf};
 
 /// One include directive, as written.
@@ -57,16 +55,6 @@ pub fn parse(line: &str) -> Option<Include<'_>> {
     None
 }
 
-/// The anchor of the first include in each fenced code block of a
-/// chapter's Markdown, in order: the listings the preprocessor captions
-/// (`<p class="listing-caption" id="listing-ANCHOR">`).
-pub fn listing_anchors(markdown: &str) -> Vec<String> {
-    scan(markdown)
-        .into_iter()
-        .filter_map(|s| s.first_include?.anchor.map(str::to_string))
-        .collect()
-}
-
 /// Check that `path` (relative to the chapter) has a non-empty anchor.
 /// Returns the file's path relative to the book's root, for the caption.
 pub(crate) fn check_anchor(
@@ -83,20 +71,10 @@ pub(crate) fn check_anchor(
              line numbers"
         ));
     }
-    let chapter_dir = Path::new(chapter).parent().unwrap_or(Path::new(""));
-    let file = normalize(&src.join(chapter_dir).join(path));
+    let file = resolve(src, chapter, path);
     let text = std::fs::read_to_string(&file).map_err(|e| {
         format!("`{path}`: cannot read {}: {e}", file.display())
     })?;
-    let marker = |line: &str, tag: &str| {
-        line.split_once(tag).map(|(_, rest)| {
-            rest.trim()
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        })
-    };
     let mut body: Option<Vec<&str>> = None;
     let mut closed = false;
     let mut anchors = Vec::new();
@@ -136,6 +114,38 @@ pub(crate) fn check_anchor(
     }
 }
 
+/// The name after `tag` (`ANCHOR:` or `ANCHOR_END:`) in a line of a file,
+/// if the line has the tag, read as mdBook reads it: letters, digits, `_`
+/// and `-`.
+fn marker(line: &str, tag: &str) -> Option<String> {
+    line.split_once(tag).map(|(_, rest)| {
+        rest.trim()
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// Every anchor a file's `text` opens, with the line of its `ANCHOR:`
+/// (from 1). A marker with no name (`ANCHOR: {name}` in a format string,
+/// say) opens none.
+pub(crate) fn anchors(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.contains("ANCHOR_END:"))
+        .filter_map(|(n, line)| Some((n + 1, marker(line, "ANCHOR:")?)))
+        .filter(|(_, name)| !name.is_empty())
+        .collect()
+}
+
+/// The file an include's `path` names, from the chapter at `chapter`
+/// (relative to `src`).
+pub(crate) fn resolve(src: &Path, chapter: &str, path: &str) -> PathBuf {
+    let chapter_dir = Path::new(chapter).parent().unwrap_or(Path::new(""));
+    normalize(&src.join(chapter_dir).join(path))
+}
+
 /// `a/b/../c` → `a/c`, without touching the file system.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -155,7 +165,7 @@ fn normalize(path: &Path) -> PathBuf {
 
 /// A file's path as the reader should see it: relative to the book's root
 /// (the folder that holds `src/`).
-fn display_path(src: &Path, file: &Path) -> String {
+pub(crate) fn display_path(src: &Path, file: &Path) -> String {
     let root = normalize(&src.join(".."));
     file.strip_prefix(&root)
         .unwrap_or(file)
@@ -187,15 +197,6 @@ mod tests {
         assert!(errors[1].contains("encloses no code"));
         assert!(errors[2].contains("includes a whole file"));
         assert!(errors[3].contains("cannot read"));
-    }
-
-    #[test]
-    fn listing_anchors_are_the_first_include_of_each_block() {
-        let md = "```rust\n{{#include ../a.rs:one}}\n{{#include ../a.rs:two}}\n```\n\
-                  {{#include ../a.rs:prose}}\n\
-                  ```text\n\\{{#include ../a.rs:escaped}}\n```\n\
-                  ~~~rust\n{{#rustdoc_include ../b.rs:three}}\n~~~\n";
-        assert_eq!(listing_anchors(md), ["one", "three"]);
     }
 
     #[test]

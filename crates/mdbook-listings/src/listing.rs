@@ -3,9 +3,9 @@
 //! with the id `listing-ANCHOR`. Under `mdbook test`, blocks of library
 //! code are marked `ignore`.
 
+use crate::escape;
 use crate::include::{self, Include};
 use crate::number::{Kind, Numbering};
-use crate::{Context, Mode, escape};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -32,45 +32,31 @@ pub(crate) fn number(
     }
 }
 
-/// Write the caption of the listing that the code block opened by `fence`
-/// includes, then the fence itself (marked `ignore` for rustdoc when the
-/// listing is library code and the book is being tested).
-pub(crate) fn expand(
-    out: &mut String,
-    fence: &str,
-    include: Include<'_>,
-    ctx: &Context<'_>,
-) {
-    if let Some(anchor) = include.anchor {
-        caption(out, ctx, include.path, anchor);
-    }
-    if ctx.mode == Mode::Test && !include.runnable {
-        // A listing is a fragment of the library, tested by `cargo test`;
-        // rustdoc cannot compile it on its own.
-        out.push_str(fence.trim_end());
-        out.push_str(",ignore\n");
-    } else {
-        out.push_str(fence);
-        out.push('\n');
-    }
-}
-
-fn caption(out: &mut String, ctx: &Context<'_>, path: &str, anchor: &str) {
-    let chapter = &ctx.paths[ctx.here];
-    let (Some((_, label)), Ok(file)) = (
-        ctx.index.lookup(Kind::Listing, anchor, ctx.here),
-        include::check_anchor(ctx.src, chapter, path, anchor),
-    ) else {
-        return; // reported while numbering
-    };
+/// The caption above the listing `anchor`, labelled `label` ("Listing
+/// 2.1"), which comes from `file` (relative to the book's root).
+pub(crate) fn caption(out: &mut String, anchor: &str, label: &str, file: &str) {
     let id = Kind::Listing.id(anchor);
     let _ = writeln!(
         out,
         "<p class=\"listing-caption\" id=\"{id}\"><a class=\"caption-label\" \
          href=\"#{id}\">{label}</a>: <code>{anchor}</code> \
          <span class=\"listing-source\">({})</span></p>\n",
-        escape(&file)
+        escape::html(file)
     );
+}
+
+/// The fence that opens a listing's code block, marked `ignore` when
+/// rustdoc is not to compile it: under `mdbook test`, a listing of library
+/// code is a fragment of the library, tested by `cargo test`, which
+/// rustdoc cannot compile on its own.
+pub(crate) fn fence(out: &mut String, fence: &str, ignore: bool) {
+    if ignore {
+        out.push_str(fence.trim_end());
+        out.push_str(",ignore\n");
+    } else {
+        out.push_str(fence);
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,16 @@
 //! `mdbook-listings`: the command mdBook runs as the `listings` preprocessor,
 //! and, as `mdbook-listings katex-guard`, as a second pass after KaTeX.
+//! As the preprocessor it expands the book ([`process`]) and fails on an
+//! anchor that no chapter includes ([`orphan_anchors`]).
 //!
 //! mdBook calls it twice: `mdbook-listings [katex-guard] supports RENDERER`
 //! (we support every renderer, so exit 0), then with `[context, book]` as
 //! JSON on standard input, expecting the edited book on standard output.
 
 use mdbook_listings::book::{Book, parse_input};
-use mdbook_listings::{BookRegistry, Mode, katex_guard, process};
+use mdbook_listings::{
+    BookRegistry, Mode, katex_guard, orphan_anchors, process,
+};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -32,7 +36,17 @@ fn main() -> ExitCode {
                 "test" => Mode::Test,
                 _ => Mode::Render,
             };
-            process(&mut book, &src, &BookRegistry, mode)?;
+            let orphans = orphan_anchors(&book, &src);
+            let expanded = process(&mut book, &src, &BookRegistry, mode);
+            let errors: Vec<String> = expanded
+                .err()
+                .into_iter()
+                .flatten()
+                .chain(orphans)
+                .collect();
+            if !errors.is_empty() {
+                return Err(errors);
+            }
         }
         Ok(book)
     });

@@ -1,8 +1,8 @@
 //! Making what the book shows: every figure and output, once each, before
 //! any chapter is expanded.
 
-use crate::Registry;
 use crate::number::{Index, Kind};
+use crate::registry::Registry;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,8 +2,8 @@
 //! `{{#ref output:NAME}}`: a link to the numbered item, in this chapter or
 //! another one, labelled with its number.
 
+use crate::escape::find_unescaped;
 use crate::number::{Index, Kind};
-use crate::scan::find_unescaped;
 use std::fmt::Write as _;
 
 /// Replace every `{{#ref kind:key}}` in a line of prose with a link.

@@ -19,15 +19,6 @@ pub(crate) enum Line<'a> {
     Text,
 }
 
-/// The first place `tag` occurs in `text` without a backslash before it.
-/// `\{{#name ...}}` is mdBook's escape: its `links` preprocessor removes
-/// the backslash and leaves the directive as text, so we leave it alone.
-pub(crate) fn find_unescaped(text: &str, tag: &str) -> Option<usize> {
-    text.match_indices(tag)
-        .map(|(i, _)| i)
-        .find(|&i| !text[..i].ends_with('\\'))
-}
-
 /// The lines (numbered from 1) where a reader would see a backslash
 /// before a directive. mdBook's `links` preprocessor unescapes
 /// `\{{#...}}` with one pattern per line that runs from the first
@@ -128,10 +119,30 @@ pub(crate) fn scan(content: &str) -> Vec<Scanned<'_>> {
     out
 }
 
+/// The anchor of the first include in each fenced code block of a
+/// chapter's Markdown, in order: the listings the preprocessor captions
+/// (`<p class="listing-caption" id="listing-ANCHOR">`).
+pub fn listing_anchors(markdown: &str) -> Vec<String> {
+    scan(markdown)
+        .into_iter()
+        .filter_map(|s| s.first_include?.anchor.map(str::to_string))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::listing_anchors;
     use crate::test_support::{chapter, run, scratch};
     use serde_json::json;
+
+    #[test]
+    fn listing_anchors_are_the_first_include_of_each_block() {
+        let md = "```rust\n{{#include ../a.rs:one}}\n{{#include ../a.rs:two}}\n```\n\
+                  {{#include ../a.rs:prose}}\n\
+                  ```text\n\\{{#include ../a.rs:escaped}}\n```\n\
+                  ~~~rust\n{{#rustdoc_include ../b.rs:three}}\n~~~\n";
+        assert_eq!(listing_anchors(md), ["one", "three"]);
+    }
 
     #[test]
     fn directives_inside_code_blocks_are_left_alone() {

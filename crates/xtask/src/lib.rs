@@ -1,11 +1,17 @@
-//! The library behind `cargo xtask`: tool setup, the book build and its
-//! checks. A library so that the checks' own tests can call it.
+//! The library behind `cargo xtask`: tool setup (`setup`), the book build
+//! (`book`) and its checks, by what they read: the chapters' Markdown
+//! (`markdown`), each built page (`page`, over `html`'s reading of tags),
+//! the links between pages (`links`), what a reader sees in a browser
+//! (`browser`), and whether each claim's tests ran (`claims`). A library
+//! so that the checks' own tests can call it.
 
 pub mod book;
 pub mod browser;
 pub mod claims;
 pub mod html;
 pub mod links;
+pub mod markdown;
+pub mod page;
 pub mod setup;
 
 use std::path::{Path, PathBuf};

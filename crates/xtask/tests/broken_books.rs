@@ -125,6 +125,23 @@ fn an_include_with_a_missing_anchor_fails_the_build() {
 
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn an_anchor_no_chapter_includes_fails_the_build() {
+    // A second listing planted beside the one the chapter shows.
+    let dir = fixture("orphan-anchor", "", GOOD);
+    let code = dir.join("code.rs");
+    let mut text = fs::read_to_string(&code).unwrap();
+    text.push_str(
+        "\n// ANCHOR: unshown\npub fn unshown() {}\n// ANCHOR_END: unshown\n",
+    );
+    fs::write(&code, text).unwrap();
+    fails_with(
+        &dir,
+        "code.rs:5: the anchor `unshown` is included by no chapter",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
 fn an_unknown_figure_fails_the_build_and_lists_the_known_ones() {
     let broken = GOOD
         .replace("{{#figure causal-attention-heatmap\n", "{{#figure nope\n");

@@ -493,7 +493,6 @@ impl std::fmt::Display for ChunkTable {
     }
 }
 
-// ANCHOR: rewrite_one_key
 /// The picture of one rewrite: a memory holding p associations on one-hot
 /// keys e_j (column j holds v_j), then key e_key written again with a new
 /// value, once by the sum rule and once by the delta rule with β = 1.
@@ -521,7 +520,6 @@ pub fn rewrite_one_key(m: usize, p: usize, key: usize, seed: u64) -> Rewrite {
         after_delta,
     }
 }
-// ANCHOR_END: rewrite_one_key
 
 /// What [`rewrite_one_key`] draws: the memory before, the value written,
 /// and the memory after each rule.

@@ -124,7 +124,6 @@ pub fn random_programmer(seed: u64, n: usize) -> (Array2<f64>, Projections) {
     (randn(&mut rng, n, 16), slow)
 }
 
-// ANCHOR: programmer_step
 /// Step t (from 0) of the programmer of [`random_programmer`] with σ the
 /// identity, with everything it computes: x_t, the slow net's q_t, k_t,
 /// v_t, the fast weights before (W_{t−1}), the write v_t k_tᵀ, the fast
@@ -154,7 +153,6 @@ pub fn programmer_step(
         y,
     })
 }
-// ANCHOR_END: programmer_step
 
 /// What [`programmer_step`] computes, for the chapter's picture.
 pub struct ProgrammerStep {
