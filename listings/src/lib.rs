@@ -16,13 +16,10 @@ pub use ndarray;
 pub use rand;
 pub use rand_chacha;
 
-// The chapters, in the order of the book.
-pub mod appendix;
-
-// The fast f32 forms that Appendix E shows and times.
-pub mod fast;
-pub mod m3;
-pub mod paper;
+// The `mod` lines follow the book (rustfmt keeps them as written, and
+// tests/chapter_order.rs checks the chapters' order against SUMMARY.md):
+// the shared modules first, then the parts in the order of the book, then
+// what is not a chapter of its own.
 
 // Shared by every chapter.
 pub mod causal;
@@ -34,6 +31,15 @@ pub mod phi;
 pub mod random;
 pub mod summary;
 pub mod table;
+
+// The chapters, part by part, in the order of src/SUMMARY.md: Part I (the
+// module M3), Part II (the paper), the appendices that compute.
+pub mod m3;
+pub mod paper;
+pub mod appendix;
+
+// The fast f32 forms that Appendix E shows and times.
+pub mod fast;
 
 // What the build runs: every printed result, by name, and the studies
 // shown more than once, run once per process.

@@ -2,20 +2,32 @@
 //! chapters and the shared modules, never a later chapter, and a shared
 //! module uses no chapter at all. The order is `src/SUMMARY.md`'s: each
 //! chapter file `part/some-name.md` is the module `part::some_name`, and
-//! the fast f32 forms (`fast`) come right before Appendix E, which shows
-//! and times them.
+//! a module that is no chapter but has a place in the book stands where
+//! [`PLACED`] puts it (the fast f32 forms, `fast`, right before Appendix
+//! E, which shows and times them).
+//!
+//! The `mod` lines are in that order too: in every file of `listings/src`,
+//! the lines that declare a module holding a chapter (a part, such as
+//! `m3`, or a chapter, such as `m3::attention`) follow SUMMARY.md. A module
+//! that holds no chapter (a shared piece such as `phi`, `fast`, an engine,
+//! `outputs`, `studies`) is not ordered by this check and may stand
+//! anywhere; the comments above the `mod` lines say where each group goes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Module paths of the chapters that have a module, in reading order.
-fn chapter_order(
-    summary: &str,
-    modules: &BTreeMap<String, String>,
-) -> Vec<String> {
-    let mut order = Vec::new();
+/// Modules that are no chapter but take a place in the book's order, each
+/// with the chapter it stands right before: it may use the chapters before
+/// that one, and that chapter and the later ones may use it.
+const PLACED: [(&str, &str); 1] = [("fast", "appendix::speed")];
+
+/// The module path of every chapter file in SUMMARY.md, in reading order
+/// (`m3/delete-softmax.md` is `m3::delete_softmax`), whether it has a
+/// module or not.
+fn summary_chapters(summary: &str) -> Vec<String> {
+    let mut chapters = Vec::new();
     for line in summary.lines() {
         let Some(start) = line.find("](") else {
             continue;
@@ -24,9 +36,23 @@ fn chapter_order(
         let Some(end) = rest.find(".md)") else {
             continue;
         };
-        let module = rest[..end].replace(['/'], "::").replace('-', "_");
-        if module == "appendix::speed" {
-            order.push("fast".to_string());
+        chapters.push(rest[..end].replace(['/'], "::").replace('-', "_"));
+    }
+    chapters
+}
+
+/// Module paths of the chapters that have a module, in reading order, with
+/// the [`PLACED`] modules in their places.
+fn chapter_order(
+    summary: &str,
+    modules: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut order = Vec::new();
+    for module in summary_chapters(summary) {
+        for (placed, before) in PLACED {
+            if module == before {
+                order.push(placed.to_string());
+            }
         }
         if modules
             .keys()
@@ -36,6 +62,57 @@ fn chapter_order(
         }
     }
     order
+}
+
+/// The modules a file declares (`mod name;` or `pub mod name;`, alone on
+/// a line), in the order written.
+fn mod_lines(code: &str) -> Vec<&str> {
+    code.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line.strip_prefix("pub ").unwrap_or(line);
+            rest.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .collect()
+}
+
+/// In every file of `modules`, the `mod` lines of modules that hold a
+/// chapter, where they do not follow SUMMARY.md. A module holds the
+/// chapters at or below its path; its place is its first chapter's.
+fn mod_lines_out_of_order(
+    summary: &str,
+    modules: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let chapters = summary_chapters(summary);
+    let place = |module: &str| {
+        chapters
+            .iter()
+            .position(|c| c == module || c.starts_with(&format!("{module}::")))
+    };
+    let mut wrong = Vec::new();
+    for (module, code) in modules {
+        let mut last: Option<(usize, String)> = None;
+        for name in mod_lines(code) {
+            let child = match module.as_str() {
+                "lib" => name.to_string(),
+                parent => format!("{parent}::{name}"),
+            };
+            let Some(rank) = place(&child) else {
+                continue; // holds no chapter: stands anywhere
+            };
+            if let Some((before, previous)) = &last
+                && *before > rank
+            {
+                wrong.push(format!(
+                    "{module}: `mod {name};` comes after `mod {previous};`, \
+                     but SUMMARY.md has {} before {}",
+                    chapters[rank], chapters[*before]
+                ));
+            }
+            last = Some((rank, name.to_string()));
+        }
+    }
+    wrong
 }
 
 /// Every source file under `dir` by module path ("m3::attention"), with
@@ -175,6 +252,51 @@ fn every_module_under_a_part_is_a_chapter_of_the_book() {
             );
         }
     }
+}
+
+#[test]
+fn every_mod_line_of_a_chapter_follows_the_book() {
+    let (summary, modules) = read_tree();
+    let wrong = mod_lines_out_of_order(&summary, &modules);
+    assert!(
+        wrong.is_empty(),
+        "mod lines against the book's order (src/SUMMARY.md):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_check_catches_mod_lines_out_of_order_and_lets_others_stand_anywhere() {
+    let (summary, mut modules) = read_tree();
+    let swap = |code: &mut String, a: &str, b: &str| {
+        let (a, b) = (format!("pub mod {a};"), format!("pub mod {b};"));
+        assert!(code.contains(&a) && code.contains(&b), "{a} and {b}");
+        *code = code.replace(&a, "@").replace(&b, &a).replace('@', &b);
+    };
+    // A module that holds no chapter, anywhere: nothing to report.
+    let lib = modules.get_mut("lib").expect("lib");
+    *lib = format!("pub mod engine;\n{lib}pub mod zeta;\n");
+    assert_eq!(
+        mod_lines_out_of_order(&summary, &modules),
+        Vec::<String>::new()
+    );
+    // Two chapters of Part II swapped, and Appendix E before Part I.
+    swap(modules.get_mut("paper").expect("paper"), "fwp", "capacity");
+    swap(modules.get_mut("lib").expect("lib"), "m3", "appendix");
+    let wrong = mod_lines_out_of_order(&summary, &modules);
+    assert_eq!(wrong.len(), 3, "{wrong:?}");
+    assert!(wrong.iter().any(|w| w.starts_with(
+        "paper: `mod fwp;` comes after `mod capacity;`, but SUMMARY.md has \
+         paper::fwp before paper::capacity"
+    )));
+    assert!(wrong.iter().any(|w| {
+        w.starts_with("lib: `mod paper;` comes after `mod appendix;`")
+    }));
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.starts_with("lib: `mod m3;` comes after `mod paper;`"))
+    );
 }
 
 #[test]

@@ -5,6 +5,6 @@ pub mod attention;
 pub mod cost;
 pub mod delete_softmax;
 pub mod fast_weight_memory;
-pub mod feature_map;
 pub mod schedules;
+pub mod feature_map;
 pub mod walkthrough;
