@@ -2,11 +2,6 @@
 //! entry named NAME while the book builds and shows what it prints, so no
 //! number in the book is typed by hand.
 
-use crate::m3::attention;
-use crate::m3::{
-    cost, delete_softmax as kernel, fast_weight_memory as fast_weights,
-};
-
 /// A named experiment whose printout the book shows.
 pub struct Output {
     pub name: &'static str,
@@ -48,34 +43,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "primer-overlaps",
-        run: || {
-            let ds = [4, 16, 64, 256, 1024];
-            let rows = crate::appendix::primer::overlap_study(&ds, 32, 10);
-            crate::appendix::primer::OverlapTable {
-                n: 32,
-                seeds: 10,
-                rows,
-            }
-            .to_string()
-        },
+        run: crate::appendix::primer::study::primer_overlaps,
     },
     Output {
         name: "primer-effective-rank",
-        run: || {
-            use crate::appendix::primer::{
-                PRIMER_SETS, RankTable, effective_rank_study,
-            };
-            let (n, d, m) = (16, 32, 16);
-            let rows = effective_rank_study(&PRIMER_SETS, n, d, m, 0..10);
-            RankTable {
-                n,
-                d,
-                m,
-                seeds: 0..10,
-                rows,
-            }
-            .to_string()
-        },
+        run: crate::appendix::primer::study::primer_effective_rank,
     },
     Output {
         name: "delta-appendix-a",
@@ -136,49 +108,31 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "attention-walkthrough",
-        run: || attention::walkthrough_report().to_string(),
+        run: crate::m3::attention::study::attention_walkthrough,
     },
     Output {
         name: "attention-probe-study",
-        run: || attention::probe_study(100).to_string(),
+        run: crate::m3::attention::study::attention_probe_study,
     },
     Output {
         name: "attention-scale-study",
-        run: || {
-            let rows = attention::scale_study(&[4, 16, 64, 256], 50);
-            attention::ScaleTable(rows).to_string()
-        },
+        run: crate::m3::attention::study::attention_scale_study,
     },
     Output {
         name: "cost-memory",
-        run: || {
-            let table = cost::cost_table(&COST_LENGTHS, 64, 2);
-            cost::MemoryTable(&table).to_string()
-        },
+        run: crate::m3::cost::study::cost_memory,
     },
     Output {
         name: "cost-decoding",
-        run: || {
-            let table = cost::cost_table(&COST_LENGTHS, 64, 2);
-            cost::DecodingTable(&table).to_string()
-        },
+        run: crate::m3::cost::study::cost_decoding,
     },
     Output {
         name: "kernel-groupings",
-        run: || {
-            let seeds = kernel::GROUPING_SEEDS;
-            let rows = kernel::grouping_study(&kernel::GROUPING_LENGTHS, seeds);
-            kernel::GroupingTable { seeds, rows }.to_string()
-        },
+        run: crate::m3::delete_softmax::study::kernel_groupings,
     },
     Output {
         name: "kernel-temperature",
-        run: || {
-            let (n, d, seeds) = kernel::TEMPERATURE_N_D_SEEDS;
-            let rows =
-                kernel::temperature_study(&kernel::TEMPERATURES, n, d, seeds);
-            kernel::TemperatureTable { n, d, seeds, rows }.to_string()
-        },
+        run: crate::m3::delete_softmax::study::kernel_temperature,
     },
     Output {
         name: "kernel-rank",
@@ -190,15 +144,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "fast-weights-walkthrough",
-        run: || fast_weights::walkthrough_report(0).to_string(),
+        run: crate::m3::fast_weight_memory::study::fast_weights_running_example,
     },
     Output {
         name: "fast-weights-agreement",
-        run: || {
-            let lengths = [1, 2, 3, 12, 100, 1000, 2000];
-            let rows = fast_weights::agreement_study(&lengths, 5);
-            fast_weights::AgreementTable { seeds: 5, rows }.to_string()
-        },
+        run: crate::m3::fast_weight_memory::study::fast_weights_agreement,
     },
     Output {
         name: "retrieval-boundaries",
@@ -214,11 +164,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "schedules-chunkwise",
-        run: || crate::m3::schedules::chapter_chunkwise_table().to_string(),
+        run: crate::m3::schedules::study::schedules_chunkwise,
     },
     Output {
         name: "schedules-memory",
-        run: || crate::m3::schedules::chapter_memory_table().to_string(),
+        run: crate::m3::schedules::study::schedules_memory,
     },
     Output {
         name: "schedules-timing",
@@ -234,45 +184,27 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "speed-crossover",
-        run: || crate::appendix::speed::CrossoverData::committed().to_string(),
+        run: crate::appendix::speed::study::speed_crossover,
     },
     Output {
         name: "speed-decode",
-        run: || {
-            let data = crate::appendix::speed::CrossoverData::committed();
-            crate::appendix::speed::DecodeTable(&data, 64).to_string()
-        },
+        run: crate::appendix::speed::study::speed_decode,
     },
     Output {
         name: "speed-bench",
-        run: || {
-            let data = crate::appendix::speed::BenchTable::committed();
-            crate::appendix::speed::BenchAt(&data, 64).to_string()
-        },
+        run: crate::appendix::speed::study::speed_bench,
     },
     Output {
         name: "speed-delta-arithmetic",
-        run: || crate::appendix::speed::delta_arithmetic().to_string(),
+        run: crate::appendix::speed::study::speed_delta_arithmetic,
     },
     Output {
         name: "feature-map-normaliser",
-        run: || {
-            use crate::m3::feature_map::normaliser::{
-                NORMALISER_N_D_SEEDS, normaliser_study,
-            };
-            let (n, d, seeds) = NORMALISER_N_D_SEEDS;
-            normaliser_study(n, d, seeds).to_string()
-        },
+        run: crate::m3::feature_map::study::feature_map_normaliser,
     },
     Output {
         name: "feature-map-recall",
-        run: || {
-            let widths = [16, 64];
-            crate::m3::feature_map::recall::recall_study(
-                &widths, 40, 5, 4.0, 100,
-            )
-            .to_string()
-        },
+        run: crate::m3::feature_map::study::feature_map_recall,
     },
     Output {
         name: "feature-map-capacity",
@@ -280,12 +212,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "walkthrough-agreement",
-        run: || {
-            use crate::m3::walkthrough::{
-                AGREEMENT_LENGTHS, AGREEMENT_SEEDS, walkthrough_study,
-            };
-            walkthrough_study(&AGREEMENT_LENGTHS, AGREEMENT_SEEDS).to_string()
-        },
+        run: crate::m3::walkthrough::study::walkthrough_agreement,
     },
     // Chapter "After the paper".
     Output {
@@ -314,10 +241,6 @@ pub const ALL: &[Output] = &[
         },
     },
 ];
-
-/// Sequence lengths of the cost tables of "Why attention is expensive".
-pub const COST_LENGTHS: [u64; 5] =
-    [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18];
 
 /// The output named `name`, if there is one.
 pub fn find(name: &str) -> Option<&'static Output> {

@@ -4,14 +4,21 @@
 //! once, and its table and figure show the same run. Everything else the
 //! book prints is cheap and runs where `outputs` asks for it.
 
-use crate::appendix::speed::{
-    AccuracyStudy, ChunkSizeStudy, accuracy_study, chunk_size_study,
+use crate::appendix::speed::study::{
+    ACCURACY_CHUNK, ACCURACY_D, ACCURACY_LENGTHS, ACCURACY_SEEDS,
+    AccuracyStudy, CHUNK_SIZE_D, CHUNK_SIZE_N, CHUNK_SIZE_REPS, CHUNK_SIZES,
+    ChunkSizeStudy, accuracy_study, chunk_size_study,
 };
-use crate::m3::delete_softmax::{
-    RankStudy, TaylorStudy, rank_study, taylor_study,
+use crate::m3::delete_softmax::study::{
+    RANK_D, RANK_HOT_TAU_OVER_SQRT_D, RANK_LENGTHS, RANK_SEED, RankStudy,
+    TAYLOR_D, TAYLOR_DEGREES, TAYLOR_POINTS, TAYLOR_SEED, TAYLOR_WIDE_D,
+    TaylorStudy, rank_study, taylor_study,
 };
-use crate::m3::feature_map::recall::{self, CapacitySweep, SWEEP_COUNTS};
-use crate::m3::schedules::{TIMING, TimingStudy, timing_study};
+use crate::m3::feature_map::study::{
+    self as feature_map, CapacitySweep, SWEEP_COUNTS, SWEEP_D, SWEEP_GAIN,
+    SWEEP_M, SWEEP_SEEDS,
+};
+use crate::m3::schedules::study::{TIMING, TimingStudy, timing_study};
 use crate::paper::after::{
     EDITING_COUNTS, EditingStudy, FadingStudy, editing_study, fading_study,
 };
@@ -32,18 +39,25 @@ macro_rules! once {
     };
 }
 
-/// Sequence lengths of the rank study of "Delete the softmax".
-pub const RANK_LENGTHS: [usize; 7] = [4, 8, 16, 32, 64, 128, 256];
-
 once! {
-    /// "Delete the softmax": the rank of the softmax kernel's matrix,
-    /// points in d = 4, a hot temperature of 16√d.
-    chapter_rank_study: RankStudy = rank_study(&RANK_LENGTHS, 4, 16.0, 0);
+    /// "Delete the softmax": the rank of each kernel's matrix.
+    chapter_rank_study: RankStudy = rank_study(
+        &RANK_LENGTHS,
+        RANK_D,
+        RANK_HOT_TAU_OVER_SQRT_D,
+        RANK_SEED,
+    );
 }
 
 once! {
-    /// "Delete the softmax": Taylor features of exp, orders 0 to 12.
-    chapter_taylor_study: TaylorStudy = taylor_study(0..=12, 4, 64, 24, 0);
+    /// "Delete the softmax": Taylor features of exp, degree by degree.
+    chapter_taylor_study: TaylorStudy = taylor_study(
+        TAYLOR_DEGREES,
+        TAYLOR_D,
+        TAYLOR_WIDE_D,
+        TAYLOR_POINTS,
+        TAYLOR_SEED,
+    );
 }
 
 once! {
@@ -52,10 +66,14 @@ once! {
 }
 
 once! {
-    /// "The feature map φ": keys and values of width 8, queries 4 · key,
-    /// ten seeds.
-    chapter_sweep: CapacitySweep =
-        recall::capacity_sweep(&SWEEP_COUNTS, 8, 8, 4.0, 10);
+    /// "The feature map φ": the capacity sweep of every map.
+    chapter_sweep: CapacitySweep = feature_map::capacity_sweep(
+        &SWEEP_COUNTS,
+        SWEEP_D,
+        SWEEP_M,
+        SWEEP_GAIN,
+        SWEEP_SEEDS,
+    );
 }
 
 once! {
@@ -71,17 +89,21 @@ once! {
 
 once! {
     /// Appendix E: f32 drift of the recurrent and chunkwise sums.
-    speed_accuracy: AccuracyStudy =
-        accuracy_study(&[256, 1024, 4096, 16384], 32, 64, 2);
+    speed_accuracy: AccuracyStudy = accuracy_study(
+        &ACCURACY_LENGTHS,
+        ACCURACY_D,
+        ACCURACY_CHUNK,
+        ACCURACY_SEEDS,
+    );
 }
 
 once! {
     /// Appendix E: the chunk size that runs fastest on this machine.
     measured_chunk_sizes: ChunkSizeStudy = chunk_size_study(
-        4096,
-        32,
-        &[2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-        3,
+        CHUNK_SIZE_N,
+        CHUNK_SIZE_D,
+        &CHUNK_SIZES,
+        CHUNK_SIZE_REPS,
     );
 }
 

@@ -134,10 +134,11 @@ fn modules(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
             modules(&path, &name, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).expect("a source file");
-            // A file of tests (`#[cfg(test)] mod tests;`) is all test code.
-            let code = match stem.as_str() {
-                "tests" => "",
-                _ => text.split("\n#[cfg(test)]").next().unwrap_or(""),
+            // A file of tests (`#[cfg(test)] mod tests;`, or any file of a
+            // `tests/` folder) is all test code.
+            let code = match name.split("::").any(|part| part == "tests") {
+                true => "",
+                false => text.split("\n#[cfg(test)]").next().unwrap_or(""),
             };
             out.insert(name, code.to_string());
         }

@@ -2,7 +2,7 @@
 //! machine and the date, as the introduction says. (Their contents are
 //! checked beside the code that reads them.)
 
-use listings::appendix::speed::{BenchTable, CrossoverData};
+use listings::appendix::speed::committed::{BenchTable, CrossoverData};
 use listings::paper::after::recall::sweep as recall;
 use listings::paper::retrieval::sweep as retrieval;
 

@@ -6,9 +6,8 @@
 use listings::m3::delete_softmax::{
     Memory, linear_attention_memory_first, sequence_memory,
 };
-use listings::m3::fast_weight_memory::{
-    linear_attention_recurrent, memory_trace,
-};
+use listings::m3::fast_weight_memory::linear_attention_recurrent;
+use listings::m3::fast_weight_memory::study::memory_trace;
 use listings::m3::feature_map::recall::best_memory;
 use listings::m3::schedules::chunk_step;
 use listings::m3::walkthrough::FastWeightLayer;

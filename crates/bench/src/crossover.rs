@@ -7,7 +7,7 @@
 //! (`cargo xtask bench crossover`).
 
 use crate::timing::time;
-use listings::appendix::speed::{
+use listings::appendix::speed::committed::{
     CrossoverData, DecodeTable, Family, Measured, Phase,
 };
 use listings::fast::{

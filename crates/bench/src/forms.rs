@@ -4,7 +4,8 @@
 
 use crate::CALLS;
 use crate::timing::{Timing, cpu_seconds, time};
-use listings::appendix::speed::{arithmetic, bench_form};
+use listings::appendix::speed::arithmetic;
+use listings::appendix::speed::committed::bench_form;
 use listings::fast::{
     delta_rule_chunkwise_f32, delta_rule_recurrent_f32,
     linear_attention_chunkwise_f32, linear_attention_memory_first_f32,
@@ -257,9 +258,9 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
 }
 
 /// The table as `listings/data/bench.tsv`, which Appendix E prints
-/// (`listings::appendix::speed::BenchTable`): four comment lines of
-/// provenance, a header, a row per form, width and length; a skipped form
-/// has `-` for its times.
+/// (`listings::appendix::speed::committed::BenchTable`): four comment
+/// lines of provenance, a header, a row per form, width and length; a
+/// skipped form has `-` for its times.
 pub fn to_tsv(rows: &[Row], ceiling: f64, machine: &Machine) -> String {
     let mut out = format!(
         "# machine: {} ({} cores)\n# date: {}\n# command: cargo xtask bench \
@@ -268,7 +269,7 @@ pub fn to_tsv(rows: &[Row], ceiling: f64, machine: &Machine) -> String {
         machine.cpu,
         machine.cores,
         machine.date,
-        listings::appendix::speed::BENCH_HEADER
+        listings::appendix::speed::committed::BENCH_HEADER
     );
     for r in rows {
         let times = match r.timing {

@@ -146,7 +146,7 @@ fn softmax_baseline(mut ceiling_points: Vec<(usize, f64)>, started: Instant) {
 /// Write the crossover measurements to target/bench/crossover.tsv, and
 /// over listings/data/crossover.tsv if `commit`; returns what was written.
 fn write_crossover(
-    data: &listings::appendix::speed::CrossoverData,
+    data: &listings::appendix::speed::committed::CrossoverData,
     commit: bool,
 ) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

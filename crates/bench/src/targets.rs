@@ -294,7 +294,7 @@ mod tests {
     use super::*;
     use crate::forms::{WIDTHS, flops, max_n_squared};
     use crate::timing::Timing;
-    use listings::appendix::speed::BenchTable;
+    use listings::appendix::speed::committed::BenchTable;
 
     /// The committed run's rows of the delta rule at the targets' size,
     /// as the bench holds them, the recurrence's time scaled by `slower`.

@@ -1,7 +1,7 @@
 //! The capacity figure of "The feature map φ": how well n stored
 //! associations are read back, by the sum rule that linear attention uses
 //! and by the best memory of the same size, for softmax and for each
-//! feature map of the sweep in `listings::m3::feature_map::recall`.
+//! feature map of the sweep in `listings::m3::feature_map::study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;

@@ -1,7 +1,8 @@
 //! Heat maps of attention weights.
 
 use crate::style::{themeable, viridis};
-use listings::m3::attention::{WALKTHROUGH_SEED, walkthrough};
+use listings::m3::attention::study::WALKTHROUGH_SEED;
+use listings::m3::attention::walkthrough;
 use listings::ndarray::Array2;
 use plotters::prelude::*;
 

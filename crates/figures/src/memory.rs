@@ -1,9 +1,11 @@
 //! The fast-weight memory of the running example as it is written, one
-//! outer product per token. Data from `listings::m3::fast_weight_memory::memory_trace`.
+//! outer product per token. Data from
+//! `listings::m3::fast_weight_memory::study::memory_trace`.
 
 use crate::style::themeable;
-use listings::m3::attention::{WALKTHROUGH_SEED, walkthrough};
-use listings::m3::fast_weight_memory::memory_trace;
+use listings::m3::attention::study::WALKTHROUGH_SEED;
+use listings::m3::attention::walkthrough;
+use listings::m3::fast_weight_memory::study::memory_trace;
 use listings::ndarray::{Array2, Axis};
 use listings::paper::delta_rule::{REWRITE, rewrite_one_key};
 use listings::phi::elu_plus_one;

@@ -1,6 +1,6 @@
 //! The rank of a kernel's Gram matrix as the number of points grows: the
 //! exponential kernel keeps gaining rank, a p-dimensional feature map stops
-//! at p. Data from `listings::m3::delete_softmax::rank_study`.
+//! at p. Data from `listings::m3::delete_softmax::study::rank_study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;

@@ -4,7 +4,7 @@
 //! between builds; it says where, when and on which clock it was measured.
 
 use crate::lines::{Axes, Line, panel_with_notes};
-use listings::m3::schedules::FORMS;
+use listings::m3::schedules::study::FORMS;
 use listings::studies::measured_timing;
 use plotters::prelude::*;
 

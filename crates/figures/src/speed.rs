@@ -13,9 +13,10 @@ const OK: &str = "drawing into a string cannot fail";
 /// against the f64 recurrence, against N, on log-log axes.
 pub fn speed_accuracy_figure() -> String {
     let study = speed_accuracy();
-    let curve = |f: fn(&listings::appendix::speed::AccuracyRow) -> f64| {
-        study.rows.iter().map(|r| (r.n as f64, f(r))).collect()
-    };
+    let curve =
+        |f: fn(&listings::appendix::speed::study::AccuracyRow) -> f64| {
+            study.rows.iter().map(|r| (r.n as f64, f(r))).collect()
+        };
     let lines = [
         Line {
             name: "recurrent, f32".to_string(),
@@ -101,7 +102,8 @@ pub fn speed_chunk_size_figure() -> String {
 /// generated token (decode) below, each crossover marked by a vertical
 /// line; read from the committed bench file, with where and when.
 pub fn speed_crossover_figure() -> String {
-    use listings::appendix::speed::{Crossover, CrossoverData, Family, Phase};
+    use listings::appendix::speed::Crossover;
+    use listings::appendix::speed::committed::{CrossoverData, Family, Phase};
     let data = CrossoverData::committed();
     let mut svg = String::new();
     {

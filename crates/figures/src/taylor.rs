@@ -1,5 +1,6 @@
 //! How well truncated Taylor features reproduce exp(qᵀk), and how many
-//! features they need. Data from `listings::m3::delete_softmax::taylor_study`.
+//! features they need. Data from
+//! `listings::m3::delete_softmax::study::taylor_study`.
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;

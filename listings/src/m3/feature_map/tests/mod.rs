@@ -1,0 +1,4 @@
+//! The tests of "The feature map φ": the normaliser, then recall.
+
+mod normaliser;
+mod recall;
