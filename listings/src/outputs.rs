@@ -12,34 +12,15 @@ pub struct Output {
 pub const ALL: &[Output] = &[
     Output {
         name: "fwp-equivalence",
-        run: || {
-            let rows =
-                crate::paper::fwp::equivalence_study(&[1, 12, 100, 300], 3);
-            crate::paper::fwp::EquivalenceTable { seeds: 3, rows }.to_string()
-        },
+        run: crate::paper::fwp::study::equivalence_table,
     },
     Output {
         name: "capacity-boundary",
-        run: || {
-            let ns = [1, 4, 7, 8, 9, 10, 12, 16];
-            let rows = crate::paper::capacity::boundary_study(8, &ns, 0);
-            crate::paper::capacity::BoundaryTable {
-                d: 8,
-                seed: 0,
-                rows,
-            }
-            .to_string()
-        },
+        run: crate::paper::capacity::study::boundary_table,
     },
     Output {
         name: "capacity-crosstalk",
-        run: || {
-            let ns = [1, 2, 4, 8, 16, 17, 24, 32, 64];
-            let rows = crate::paper::capacity::crosstalk_study(16, &ns, 10);
-            let (d, seeds) = (16, 10);
-            crate::paper::capacity::CrosstalkTable { d, seeds, rows }
-                .to_string()
-        },
+        run: crate::paper::capacity::study::crosstalk_table,
     },
     Output {
         name: "primer-overlaps",
@@ -51,60 +32,27 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "delta-appendix-a",
-        run: || {
-            let rows = crate::paper::delta_rule::appendix_a_study(
-                &[0.0, 0.3, 0.7, 1.0],
-                0,
-            );
-            crate::paper::delta_rule::AppendixATable(rows).to_string()
-        },
+        run: crate::paper::delta_rule::study::appendix_a_table,
     },
     Output {
         name: "delta-chunkwise",
-        run: || {
-            let cases = [(1, 1), (7, 3), (64, 16), (100, 16), (257, 64)];
-            let rows = crate::paper::delta_rule::chunkwise_study(&cases, 3);
-            crate::paper::delta_rule::ChunkTable { seeds: 3, rows }.to_string()
-        },
+        run: crate::paper::delta_rule::study::chunkwise_table,
     },
     Output {
         name: "feature-map-table",
-        run: || {
-            use crate::paper::feature_maps::{
-                MapTable, TABLE_MAPS, feature_map_table,
-            };
-            let rows = feature_map_table(&TABLE_MAPS, 64, 50);
-            MapTable {
-                d: 64,
-                inputs: 50,
-                rows,
-            }
-            .to_string()
-        },
+        run: crate::paper::feature_maps::study::map_table,
     },
     Output {
         name: "favor-spread",
-        run: || {
-            use crate::paper::feature_maps::*;
-            SpreadTable(crate::studies::chapter_favor_spread().clone())
-                .to_string()
-        },
+        run: crate::paper::feature_maps::study::spread_table,
     },
     Output {
         name: "capacity-sweep",
-        run: || {
-            let curves = crate::studies::capacity_sweep().clone();
-            crate::paper::capacity_sweep::CapacityTable(curves).to_string()
-        },
+        run: crate::paper::capacity_sweep::study::capacity_table,
     },
     Output {
         name: "capacity-setting2",
-        run: || {
-            use crate::paper::capacity_sweep::{SETTING2_NS, Setting2Table};
-            let rows =
-                crate::paper::capacity_sweep::setting2_study(&SETTING2_NS);
-            Setting2Table(rows).to_string()
-        },
+        run: crate::paper::capacity_sweep::study::setting2_table,
     },
     Output {
         name: "attention-walkthrough",
@@ -217,14 +165,11 @@ pub const ALL: &[Output] = &[
     // Chapter "After the paper".
     Output {
         name: "after-equivalence",
-        run: || {
-            let rows = crate::paper::after::equivalence_study(3);
-            crate::paper::after::EquivalenceTable { seeds: 3, rows }.to_string()
-        },
+        run: crate::paper::after::study::equivalence_table,
     },
     Output {
         name: "after-editing",
-        run: || crate::studies::chapter_editing().to_string(),
+        run: crate::paper::after::study::editing_table,
     },
     Output {
         name: "after-recall",
@@ -235,10 +180,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "after-fading",
-        run: || {
-            let [narrow, wide] = crate::studies::chapter_fading();
-            format!("{narrow}\n\n{wide}")
-        },
+        run: crate::paper::after::study::fading_tables,
     },
 ];
 

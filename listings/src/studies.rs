@@ -19,13 +19,13 @@ use crate::m3::feature_map::study::{
     SWEEP_M, SWEEP_SEEDS,
 };
 use crate::m3::schedules::study::{TIMING, TimingStudy, timing_study};
-use crate::paper::after::{
-    EDITING_COUNTS, EditingStudy, FadingStudy, editing_study, fading_study,
+use crate::paper::after::study::{
+    EDITING_COUNTS, EDITING_D, EDITING_M, EDITING_SEEDS, EditingStudy,
+    FADING_DS, FADING_SEEDS, FadingStudy, editing_study, fading_study,
 };
-use crate::paper::capacity_sweep::{self, MapCurves};
-use crate::paper::feature_maps::{
-    SPREAD_D, SPREAD_DRAWS, SPREAD_RS, SpreadRow, favor_spread,
-};
+use crate::paper::capacity_sweep::study::{self as capacity_sweep, MapCurves};
+use crate::paper::feature_maps::study::{SPREAD_D, SPREAD_DRAWS, SPREAD_RS};
+use crate::paper::feature_maps::{SpreadRow, favor_spread};
 use std::sync::OnceLock;
 
 /// `pub fn name() -> &'static T`, computing `init` on the first call only.
@@ -108,12 +108,18 @@ once! {
 }
 
 once! {
-    /// "After the paper": the editing study, d = 64, m = 16, ten seeds.
-    chapter_editing: EditingStudy = editing_study(&EDITING_COUNTS, 64, 16, 10);
+    /// "After the paper": the editing study.
+    chapter_editing: EditingStudy = editing_study(
+        &EDITING_COUNTS,
+        EDITING_D,
+        EDITING_M,
+        EDITING_SEEDS,
+    );
 }
 
 once! {
-    /// "After the paper": the fading studies, d = 32 and d = 64, twenty
-    /// seeds each.
-    chapter_fading: [FadingStudy; 2] = [fading_study(32, 20), fading_study(64, 20)];
+    /// "After the paper": the fading studies, one per width of
+    /// `FADING_DS`.
+    chapter_fading: [FadingStudy; 2] =
+        FADING_DS.map(|d| fading_study(d, FADING_SEEDS));
 }

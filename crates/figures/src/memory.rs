@@ -7,7 +7,7 @@ use listings::m3::attention::study::WALKTHROUGH_SEED;
 use listings::m3::attention::walkthrough;
 use listings::m3::fast_weight_memory::study::memory_trace;
 use listings::ndarray::{Array2, Axis};
-use listings::paper::delta_rule::{REWRITE, rewrite_one_key};
+use listings::paper::delta_rule::study::{REWRITE, rewrite_one_key};
 use listings::phi::elu_plus_one;
 use plotters::prelude::*;
 
@@ -58,7 +58,7 @@ pub fn memory_writes() -> String {
 /// on one-hot keys), after the sum rule adds the new value at the key, and
 /// after the delta rule replaces it; the key's column is outlined. One
 /// colour scale for the three. Data from
-/// `listings::paper::delta_rule::rewrite_one_key`.
+/// `listings::paper::delta_rule::study::rewrite_one_key`.
 pub fn delta_rewrite() -> String {
     let (m, p, key, seed) = REWRITE;
     let r = rewrite_one_key(m, p, key, seed);

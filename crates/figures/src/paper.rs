@@ -5,8 +5,9 @@
 
 use crate::lines::{PALETTE, legend, power_label};
 use crate::style::{RULES, series_colour, themeable, viridis};
-use listings::paper::capacity::crosstalk_study;
-use listings::paper::capacity_sweep::{MapCurves, NS, PASSES, THRESHOLD};
+use listings::paper::capacity::study::crosstalk_study;
+use listings::paper::capacity_sweep::PASSES;
+use listings::paper::capacity_sweep::study::{MapCurves, NS, THRESHOLD};
 use listings::phi::FeatureMap;
 use listings::studies::capacity_sweep;
 use plotters::coord::Shift;
@@ -128,10 +129,11 @@ pub fn capacity_crosstalk() -> String {
     for (i, &d) in CROSSTALK_D.iter().enumerate() {
         let rows = crosstalk_study(d, &ns, 4);
         let colour = PALETTE[[0, 1][i]];
-        let line =
-            |f: &dyn Fn(&listings::paper::capacity::CrosstalkRow) -> f64| {
-                rows.iter().map(|r| (r.n as f64, f(r))).collect()
-            };
+        let line = |f: &dyn Fn(
+            &listings::paper::capacity::study::CrosstalkRow,
+        ) -> f64| {
+            rows.iter().map(|r| (r.n as f64, f(r))).collect()
+        };
         series.push(Series {
             name: format!("random unit keys, d = {d}"),
             colour,

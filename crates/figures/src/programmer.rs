@@ -1,12 +1,12 @@
 //! The fast-weight programmer, one step drawn with its real numbers: the
 //! slow net makes a key, a value and a query from the input; the write
 //! v kᵀ is added to the fast weights; the fast weights map the query to
-//! the output. Data from `listings::paper::fwp::programmer_step`.
+//! the output. Data from `listings::paper::fwp::study::programmer_step`.
 
 use crate::memory::diverging;
 use crate::style::themeable;
 use listings::ndarray::{Array2, ArrayView2, Axis};
-use listings::paper::fwp::{PICTURE, programmer_step};
+use listings::paper::fwp::study::{PICTURE, programmer_step};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 

@@ -1,0 +1,118 @@
+//! Chapter "Capacity by feature map and update rule": how many random
+//! associations a memory holds, for each feature map and for the sum and
+//! delta rules, computed directly, with no training.
+//!
+//! Keys are drawn in ℝ^d (d = [`D`]), mapped by φ to ℝ^p and scaled to unit
+//! length; values are random unit vectors in ℝ^m (m = [`M`]). Shapes:
+//! keys: (n, d), mapped keys: (n, p), values: (n, m), memory W: (m, p).
+
+use crate::input::{InputError, check_qkv, finite, nonzero_rows};
+use crate::linalg::relative_errors;
+use crate::m3::attention::unit_rows;
+use crate::m3::delete_softmax::{RANK_TOL, numerical_rank};
+use crate::paper::capacity::sum_rule_recall;
+use crate::paper::delta_rule::delta_rule_step;
+use crate::phi::FeatureMap;
+use crate::random::{randn, seeded};
+use ndarray::{Array1, Array2, ArrayRef2};
+use rand::Rng;
+
+pub mod study;
+
+/// Width of the keys before the feature map.
+pub const D: usize = 8;
+/// Width of the values.
+pub const M: usize = 8;
+/// Passes of the replayed delta rule over the same associations.
+pub const PASSES: usize = 20;
+
+// ANCHOR: delta_rule_recall
+/// Write every association with the delta rule (β = 1), `passes` times
+/// over the same sequence, then read each key back: the relative errors
+/// ‖W k_i − v_i‖ / ‖v_i‖. keys: (n, p), unit length; values: (n, m).
+pub fn delta_rule_recall(
+    keys: &ArrayRef2<f64>,
+    values: &ArrayRef2<f64>,
+    passes: usize,
+) -> Result<Array1<f64>, InputError> {
+    check_qkv(keys, keys, values, false)?;
+    nonzero_rows("the norm of a row of values", values)?;
+    let mut memory = Array2::zeros((values.ncols(), keys.ncols()));
+    for _ in 0..passes {
+        for (k, v) in keys.rows().into_iter().zip(values.rows()) {
+            delta_rule_step(&mut memory, &k, &v, 1.0);
+        }
+    }
+    finite(
+        "the errors",
+        relative_errors(&keys.dot(&memory.t()), values),
+    )
+}
+// ANCHOR_END: delta_rule_recall
+
+// ANCHOR: sweep_point
+/// One point of the sweep: n random keys through φ, then the rank of the
+/// mapped keys and the RMS recall error of the sum rule, of one pass of
+/// the delta rule and of `PASSES` passes of it.
+pub fn sweep_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 4] {
+    let mut rng = seeded(seed);
+    let keys = randn(&mut rng, n, D); // k_i ~ N(0, I_d)
+    let values = unit_rows(&randn(&mut rng, n, M));
+    let omega = map.projection(&mut seeded(1000 + seed), D);
+    let mapped = map.apply(&keys, &omega); // φ(k_i): (n, p)
+    let rank = numerical_rank(&mapped, RANK_TOL) as f64;
+    let unit = unit_rows(&mapped); // ‖φ(k_i)‖ = 1
+    let sum = sum_rule_recall(&unit, &values).expect("n keys, n values");
+    let once = delta_rule_recall(&unit, &values, 1).expect("same shapes");
+    let replay = delta_rule_recall(&unit, &values, PASSES).expect("same");
+    [rank, rms(&sum), rms(&once), rms(&replay)]
+}
+// ANCHOR_END: sweep_point
+
+fn rms(errors: &Array1<f64>) -> f64 {
+    (errors.mapv(|e| e * e).sum() / errors.len() as f64).sqrt()
+}
+
+// ANCHOR: setting2_point
+/// Setting 2 with n keys: 2n writes whose keys are drawn with replacement
+/// from n random keys, each with a fresh value; then every key that was
+/// written is read, and compared with the value of its last write.
+/// Returns the RMS error of the sum rule and of the delta rule (β = 1).
+pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
+    let mut rng = seeded(seed);
+    let keys = unit_rows(&map.apply(
+        &randn(&mut rng, n, D),
+        &map.projection(&mut seeded(1000 + seed), D),
+    ));
+    let mut sum = Array2::zeros((M, keys.ncols()));
+    let mut delta = sum.clone();
+    let mut last: Vec<Option<Array1<f64>>> = vec![None; n];
+    for _ in 0..2 * n {
+        let i = rng.random_range(0..n); // keys repeat
+        let v = unit_rows(&randn(&mut rng, 1, M)).row(0).to_owned();
+        crate::m3::fast_weight_memory::fast_weight_write(
+            &mut sum,
+            &v,
+            &keys.row(i),
+        );
+        delta_rule_step(&mut delta, &keys.row(i), &v, 1.0);
+        last[i] = Some(v);
+    }
+    let written: Vec<usize> = (0..n).filter(|&i| last[i].is_some()).collect();
+    let error = |w: &Array2<f64>| {
+        let sq: f64 = written
+            .iter()
+            .map(|&i| {
+                let target = last[i].as_ref().expect("written");
+                let miss = w.dot(&keys.row(i)) - target;
+                miss.dot(&miss)
+            })
+            .sum();
+        (sq / written.len() as f64).sqrt()
+    };
+    [error(&sum), error(&delta)]
+}
+// ANCHOR_END: setting2_point
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+use super::study::*;
+use super::*;
+use crate::linalg::orthonormal_keys;
+
+#[test]
+fn mapped_keys_reach_full_rank_p_and_never_more() {
+    for c in crate::studies::capacity_sweep() {
+        for (&n, &rank) in NS.iter().zip(&c.rank) {
+            assert!(rank <= n.min(c.p) as f64, "{}", c.map.name());
+        }
+        // With more keys than features, the rank stops at p exactly.
+        for (&n, &rank) in NS.iter().zip(&c.rank) {
+            if n > c.p {
+                assert_eq!(rank, c.p as f64, "{} n {n}", c.map.name());
+            }
+        }
+        assert!(NS.iter().any(|&n| n > c.p), "{}", c.map.name());
+        // Dense maps have full rank min(n, p) at every n.
+        if !matches!(c.map, FeatureMap::Dpfp(_)) {
+            let full = NS.iter().map(|&n| n.min(c.p) as f64);
+            assert!(c.rank.iter().copied().eq(full), "{}", c.map.name());
+        }
+    }
+}
+
+#[test]
+fn the_replayed_delta_rule_holds_more_associations_with_wider_dpfp() {
+    let curves = crate::studies::capacity_sweep();
+    let by = |map| curves.iter().find(|c| c.map == map).unwrap();
+    let held_by = |map| held(&by(map).delta_replayed);
+    let [elu, d1, d2, d3] = [
+        FeatureMap::EluPlusOne,
+        FeatureMap::Dpfp(1),
+        FeatureMap::Dpfp(2),
+        FeatureMap::Dpfp(3),
+    ]
+    .map(held_by);
+    assert!(d1 < d2 && d2 < d3, "{d1} {d2} {d3}");
+    assert!(elu < d3, "{elu} {d3}");
+    // No rule holds more than the rank allows.
+    for c in curves {
+        let cap = rank_capacity(&c.rank);
+        for errors in [&c.sum, &c.delta_once, &c.delta_replayed] {
+            assert!(held(errors) <= cap, "{}", c.map.name());
+        }
+    }
+}
+
+#[test]
+fn favor_plus_holds_fewer_associations_than_dpfp_of_the_same_p() {
+    let curves = crate::studies::capacity_sweep();
+    let by = |map| curves.iter().find(|c| c.map == map).unwrap();
+    let (favor, dpfp) = (by(FeatureMap::Favor(16)), by(FeatureMap::Dpfp(2)));
+    assert_eq!(favor.p, dpfp.p);
+    // Far fewer: at most a quarter as many.
+    let (f, d) = (held(&favor.delta_replayed), held(&dpfp.delta_replayed));
+    assert!(4 * f <= d, "FAVOR+ {f}, DPFP {d}");
+    let (favor, elu) = (by(FeatureMap::Favor(4)), by(FeatureMap::EluPlusOne));
+    assert_eq!(favor.p, elu.p);
+    assert!(held(&favor.delta_replayed) <= held(&elu.delta_replayed));
+}
+
+#[test]
+fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
+    for c in crate::studies::capacity_sweep() {
+        assert_eq!(held(&c.sum), 1, "{}", c.map.name());
+        assert_eq!(held(&c.delta_once), 1, "{}", c.map.name());
+    }
+}
+
+#[test]
+fn replaying_the_delta_rule_lowers_its_error_up_to_p() {
+    for c in crate::studies::capacity_sweep() {
+        for (i, &n) in NS.iter().enumerate() {
+            if n <= c.p {
+                assert!(
+                    c.delta_replayed[i] <= c.delta_once[i] + 1e-12,
+                    "{} n {n}",
+                    c.map.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn more_passes_of_the_delta_rule_bring_it_closer_below_p() {
+    // Every map, at n = 3p/4 (below p, full rank: an exact memory
+    // exists), each further pass corrects more of what the others
+    // disturb.
+    for (map, seed) in
+        MAPS.iter().flat_map(|&m| (0..SEEDS).map(move |s| (m, s)))
+    {
+        let n = 3 * map.width(D) / 4;
+        let mut rng = seeded(seed);
+        let keys = randn(&mut rng, n, D);
+        let values = unit_rows(&randn(&mut rng, n, M));
+        let omega = map.projection(&mut seeded(1000 + seed), D);
+        let unit = unit_rows(&map.apply(&keys, &omega));
+        let errors: Vec<f64> = [1, PASSES, 3 * PASSES]
+            .iter()
+            .map(|&passes| {
+                rms(&delta_rule_recall(&unit, &values, passes).unwrap())
+            })
+            .collect();
+        assert!(
+            errors[0] > errors[1] && errors[1] > errors[2],
+            "{} n {n} seed {seed}: {errors:?}",
+            map.name()
+        );
+    }
+}
+
+#[test]
+fn with_orthonormal_keys_one_pass_of_the_delta_rule_recalls_exactly() {
+    for seed in 0..5 {
+        for (n, p) in [(1, 1), (5, 8), (16, 16)] {
+            let mut rng = seeded(seed);
+            let keys = orthonormal_keys(&mut rng, n, p);
+            let values = randn(&mut rng, n, 3);
+            let errors = delta_rule_recall(&keys, &values, 1).unwrap();
+            assert!(errors.iter().all(|&e| e < 1e-12));
+        }
+    }
+}
+
+#[test]
+fn when_keys_repeat_the_delta_rule_beats_the_sum_rule() {
+    for (map, n, sum, delta) in setting2_study(&SETTING2_NS) {
+        assert!(delta < sum, "{} n {n}: {delta} vs {sum}", map.name());
+    }
+    // With orthonormal keys the delta rule is exact: it overwrites.
+    for seed in 0..5 {
+        let keys = orthonormal_keys(&mut seeded(seed), 4, 8);
+        let mut rng = seeded(seed + 100);
+        let mut w = Array2::zeros((3, 8));
+        let mut last = vec![];
+        for t in 0..8 {
+            let v = randn(&mut rng, 1, 3).row(0).to_owned();
+            delta_rule_step(&mut w, &keys.row(t % 4), &v, 1.0);
+            if t >= 4 {
+                last.push(v);
+            }
+        }
+        for (i, v) in last.iter().enumerate() {
+            let miss = w.dot(&keys.row(i)) - v;
+            assert!(miss.dot(&miss).sqrt() < 1e-12);
+        }
+    }
+}
+
+#[test]
+fn in_setting_2_wider_dpfp_lowers_the_delta_rule_error() {
+    let rows = setting2_study(&SETTING2_NS);
+    for &n in &SETTING2_NS {
+        let delta = |nu| {
+            let map = FeatureMap::Dpfp(nu);
+            rows.iter().find(|r| r.0 == map && r.1 == n).unwrap().3
+        };
+        assert!(delta(1) > delta(2) && delta(2) > delta(3), "n {n}");
+    }
+}
+
+#[test]
+fn the_sweep_is_the_same_every_time() {
+    // Computed afresh, not the memoised copy the book prints: the same
+    // table to the last digit.
+    let fresh = CapacityTable(capacity_sweep()).to_string();
+    let printed =
+        CapacityTable(crate::studies::capacity_sweep().clone()).to_string();
+    assert_eq!(fresh, printed);
+}
+
+#[test]
+fn one_association_alone_comes_back_exactly_under_either_rule() {
+    assert_eq!(NS[0], 1);
+    for c in crate::studies::capacity_sweep() {
+        for errors in [&c.sum, &c.delta_once, &c.delta_replayed] {
+            assert!(errors[0] < 1e-12, "{}: {}", c.map.name(), errors[0]);
+        }
+    }
+}
+
+#[test]
+fn dpfp_one_needs_more_keys_than_p_to_reach_rank_p() {
+    // As the table shows: at n = p DPFP-1's keys fall short of rank p,
+    // so its exact capacity is below p.
+    let curves = crate::studies::capacity_sweep();
+    let c = curves
+        .iter()
+        .find(|c| c.map == FeatureMap::Dpfp(1))
+        .unwrap();
+    let at_p = NS.iter().position(|&n| n == c.p).unwrap();
+    assert!(c.rank[at_p] < c.p as f64, "rank {}", c.rank[at_p]);
+    assert!(rank_capacity(&c.rank) < c.p);
+}
+
+#[test]
+fn elu_plus_one_keys_with_large_negative_entries_are_nearly_orthogonal() {
+    // Key i: +1 at entry i, −L elsewhere. elu+1 maps −L to e^(−L), so
+    // the features are nearly one-hot and d such associations read
+    // back nearly exactly under the sum rule.
+    for d in [2, 8, 64] {
+        for big in [8.0, 12.0] {
+            let keys =
+                Array2::from_shape_fn(
+                    (d, d),
+                    |(i, j)| {
+                        if i == j { 1.0 } else { -big }
+                    },
+                );
+            let unit = unit_rows(
+                &FeatureMap::EluPlusOne.apply(&keys, &Array2::zeros((0, 0))),
+            );
+            let values = unit_rows(&randn(&mut seeded(d as u64), d, M));
+            let errors = sum_rule_recall(&unit, &values).unwrap();
+            let worst = errors.fold(0.0, |a: f64, &e| a.max(e));
+            assert!(worst < 1e-2, "d {d}, L {big}: {worst}");
+            // Random keys through elu+1 are far from it.
+            let random =
+                unit_rows(&FeatureMap::EluPlusOne.apply(
+                    &randn(&mut seeded(1), d, d),
+                    &Array2::zeros((0, 0)),
+                ));
+            let e = sum_rule_recall(&random, &values).unwrap();
+            if d > 2 {
+                assert!(rms(&e) > 0.3, "d {d}");
+            }
+        }
+    }
+}
