@@ -24,6 +24,9 @@ pub mod fast;
 pub mod m3;
 pub mod paper;
 
+// The trainers that made the committed data; they use the chapters.
+pub mod trainers;
+
 // Shared by every chapter.
 pub mod causal;
 pub mod data_file;
