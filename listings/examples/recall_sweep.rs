@@ -5,9 +5,8 @@
 
 use listings::data_file::took;
 use listings::measure::Machine;
-use listings::paper::after::recall::sweep::{
-    budget_line, plan, run_all, to_tsv,
-};
+use listings::paper::after::recall::study::{budget_line, plan, to_tsv};
+use listings::trainers::sweep::run_all;
 use std::path::Path;
 use std::time::Instant;
 

@@ -8,13 +8,15 @@
 
 use listings::data_file::took;
 use listings::measure::Machine;
-use listings::paper::retrieval::fast::step_flops;
 use listings::paper::retrieval::model::Layer;
-use listings::paper::retrieval::sweep::{
-    Estimate, Job, Record, STEP, Timing, budget_for, budget_line, committed,
-    lanes, paper_capacity, paper_runs, run, run_lanes, sort_records, to_tsv,
+use listings::paper::retrieval::study::{
+    budget_line, committed, paper_capacity, paper_runs, sort_records, to_tsv,
 };
+use listings::paper::retrieval::sweep::{Record, STEP, budget_for, lanes, run};
 use listings::paper::retrieval::task::Setting;
+use listings::trainers::estimate::Estimate;
+use listings::trainers::retrieval::step_flops;
+use listings::trainers::sweep::{Job, Timing, run_lanes};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;

@@ -21,6 +21,9 @@ pub use rand_chacha;
 // the shared modules first, then the parts in the order of the book, then
 // what is not a chapter of its own.
 
+// The trainers that made the committed data; they use the chapters.
+pub mod trainers;
+
 // Shared by every chapter.
 pub mod causal;
 pub mod data_file;

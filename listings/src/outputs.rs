@@ -100,15 +100,15 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "retrieval-boundaries",
-        run: || {
-            crate::paper::retrieval::sweep::Boundaries::committed().to_string()
-        },
+        run: crate::paper::retrieval::study::boundaries,
+    },
+    Output {
+        name: "retrieval-plan",
+        run: crate::paper::retrieval::study::plan,
     },
     Output {
         name: "retrieval-summary",
-        run: || {
-            crate::paper::retrieval::sweep::Summary::committed().to_string()
-        },
+        run: crate::paper::retrieval::study::summary,
     },
     Output {
         name: "schedules-chunkwise",
@@ -173,10 +173,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "after-recall",
-        run: || {
-            crate::paper::after::recall::sweep::RecallTable::committed()
-                .to_string()
-        },
+        run: crate::paper::after::recall::study::recall_table,
     },
     Output {
         name: "after-fading",

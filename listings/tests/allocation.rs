@@ -325,13 +325,13 @@ fn retrieval_trainer_allocates_nothing_per_episode_but_a_gram_buffer() {
     // The fast trainer's step allocates the same number of times for 4
     // episodes as for 16, for softmax, the sum rule and the fwm rule's
     // explicit memory: nothing inside the loop over a batch's episodes.
-    use listings::paper::retrieval::fast::Fast;
     use listings::paper::retrieval::model::{
         FwmPhi, Layer, Params, Phi, Rule, Shape,
     };
     use listings::paper::retrieval::task::{Setting, episodes};
     use listings::paper::retrieval::train::Budget;
     use listings::random::seeded;
+    use listings::trainers::retrieval::Fast;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for layer in [
         Layer::Softmax,

@@ -638,12 +638,12 @@ fn a_feature_row_without_a_positive_sum_is_an_error_at_f64_and_f32() {
 fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
     // The fast f32 trainer, fed weights with NaN, ±∞, huge or all-zero
     // entries: Ok with a finite loss and gradient, or a TrainError.
-    use listings::paper::retrieval::fast::Fast;
     use listings::paper::retrieval::model::{
         FwmPhi, Layer, Params, Phi, Rule, Shape,
     };
     use listings::paper::retrieval::task::{Setting, episodes};
     use listings::paper::retrieval::train::Budget;
+    use listings::trainers::retrieval::Fast;
     let layers = [
         Layer::Fwm(FwmPhi::Map(Phi::Dpfp(1))),
         Layer::Fwm(FwmPhi::Tanh),

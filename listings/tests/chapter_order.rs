@@ -61,6 +61,7 @@ fn chapter_order(
             order.push(module);
         }
     }
+    order.push("trainers".to_string()); // they train the chapters' models
     order
 }
 

@@ -3,8 +3,8 @@
 //! checked beside the code that reads them.)
 
 use listings::appendix::speed::committed::{BenchTable, CrossoverData};
-use listings::paper::after::recall::sweep as recall;
-use listings::paper::retrieval::sweep as retrieval;
+use listings::paper::after::recall::study as recall;
+use listings::paper::retrieval::study as retrieval;
 
 #[test]
 fn every_committed_file_records_its_command_machine_and_date() {

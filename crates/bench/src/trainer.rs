@@ -3,11 +3,11 @@
 //! f64 reference model, both timed in this run on this thread.
 
 use crate::timing::{cpu_seconds, time};
-use listings::paper::retrieval::fast::{Fast, step_flops};
 use listings::paper::retrieval::model::{Layer, Params, Phi, Rule, Shape};
 use listings::paper::retrieval::task::Setting;
 use listings::paper::retrieval::train::{Budget, Learner, Reference};
 use listings::random::seeded;
+use listings::trainers::retrieval::{Fast, step_flops};
 use std::fmt::Write as _;
 
 /// Where the trainer is timed: the shape, Setting 1 at n = 300.

@@ -4,7 +4,7 @@
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
 use listings::paper::after::recall::model::Mixer;
-use listings::paper::after::recall::sweep::{
+use listings::paper::after::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
 use listings::studies::{chapter_editing, chapter_fading};

@@ -4,9 +4,8 @@
 
 use crate::lines::{PALETTE, power_label};
 use crate::style::themeable;
-use listings::paper::retrieval::sweep::{
-    D, PaperRun, Summary, paper_runs, series, setting1_layers,
-};
+use listings::paper::retrieval::study::{PaperRun, Summary, paper_runs};
+use listings::paper::retrieval::sweep::{D, series, setting1_layers};
 use listings::paper::retrieval::task::Setting;
 use plotters::prelude::*;
 

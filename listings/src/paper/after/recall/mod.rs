@@ -1,8 +1,13 @@
 //! Chapter "After the paper", trained: multi-query associative recall with
 //! one layer of each update rule and of softmax attention, at one width,
-//! as the number of pairs grows.
+//! as the number of pairs grows. The task, the models with their hand-made
+//! gradients, and what the chapter prints from the committed comparison;
+//! the loop that trained it lives in the crate's `trainers` module, which
+//! builds on these modules.
 
 pub mod model;
-pub mod sweep;
+pub mod study;
 pub mod task;
-pub mod train;
+
+#[cfg(test)]
+mod tests;

@@ -1,41 +1,15 @@
-//! Training a recall model: batches of fresh sequences, the mean
-//! gradient, Adam; then the share of queries a fixed test set answers right.
+//! The recall trainer of "After the paper": the chapter's models in f32,
+//! batches of fresh sequences, the mean gradient, Adam; then the share of
+//! queries a fixed test set answers right.
 
 use crate::input::InputError;
 use crate::paper::after::recall::model::{
-    Mixer, Params, Shape, Work, run_batch, run_sequence,
+    Params, Work, run_batch, run_sequence,
 };
+use crate::paper::after::recall::study::{Outcome, Run};
 use crate::paper::after::recall::task::Sequence;
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
-
-/// How long and how a model trains.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Budget {
-    pub batch: usize,
-    pub steps: usize,
-    pub lr: f64,
-    /// Sequences in the test set the accuracy is measured on.
-    pub tests: usize,
-}
-
-/// One training run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Run {
-    pub mixer: Mixer,
-    pub shape: Shape,
-    pub seed: u64,
-    pub budget: Budget,
-}
-
-/// What a run ends with, on its test set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Outcome {
-    /// Share of the test set's queries answered right.
-    pub accuracy: f64,
-    /// Mean cross-entropy per query.
-    pub loss: f64,
-}
 
 /// The test sequences of a run: their own seed, never trained on.
 pub fn test_set(run: &Run) -> Vec<Sequence> {
@@ -97,7 +71,8 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paper::after::recall::sweep::{PAIRS, SEEDS, run};
+    use crate::paper::after::recall::model::Mixer;
+    use crate::paper::after::recall::study::{PAIRS, SEEDS, run};
     use crate::paper::after::recall::task::Token;
     use std::collections::HashSet;
 
