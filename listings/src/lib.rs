@@ -21,15 +21,13 @@ pub use rand_chacha;
 // the shared modules first, then the parts in the order of the book, then
 // what is not a chapter of its own.
 
-// The trainers that made the committed data; they use the chapters.
-pub mod trainers;
-
 // Shared by every chapter.
 pub mod causal;
 pub mod data_file;
 pub mod input;
 pub mod linalg;
 pub mod measure;
+pub mod memo;
 pub mod phi;
 pub mod random;
 pub mod summary;
@@ -44,7 +42,8 @@ pub mod appendix;
 // The fast f32 forms that Appendix E shows and times.
 pub mod fast;
 
-// What the build runs: every printed result, by name, and the studies
-// shown more than once, run once per process.
+// The trainers that made the committed data; they use the chapters.
+pub mod trainers;
+
+// What the build runs: every printed result, by name.
 pub mod outputs;
-pub mod studies;

@@ -84,11 +84,11 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "kernel-rank",
-        run: || crate::studies::chapter_rank_study().to_string(),
+        run: crate::m3::delete_softmax::study::kernel_rank,
     },
     Output {
         name: "kernel-taylor",
-        run: || crate::studies::chapter_taylor_study().to_string(),
+        run: crate::m3::delete_softmax::study::kernel_taylor,
     },
     Output {
         name: "fast-weights-walkthrough",
@@ -120,15 +120,15 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "schedules-timing",
-        run: || crate::studies::measured_timing().to_string(),
+        run: crate::m3::schedules::study::schedules_timing,
     },
     Output {
         name: "speed-accuracy",
-        run: || crate::studies::speed_accuracy().to_string(),
+        run: crate::appendix::speed::study::speed_accuracy,
     },
     Output {
         name: "speed-chunk-size",
-        run: || crate::studies::measured_chunk_sizes().to_string(),
+        run: crate::appendix::speed::study::speed_chunk_size,
     },
     Output {
         name: "speed-crossover",
@@ -156,7 +156,7 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "feature-map-capacity",
-        run: || crate::studies::chapter_sweep().to_string(),
+        run: crate::m3::feature_map::study::feature_map_capacity,
     },
     Output {
         name: "walkthrough-agreement",

@@ -7,7 +7,7 @@ use listings::paper::after::recall::model::Mixer;
 use listings::paper::after::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
-use listings::studies::{chapter_editing, chapter_fading};
+use listings::paper::after::study::{chapter_editing, chapter_fading};
 use plotters::prelude::*;
 
 /// Two panels: the error of reading the latest value of every key against

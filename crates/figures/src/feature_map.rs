@@ -6,7 +6,7 @@
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
 use listings::m3::feature_map::recall::Map;
-use listings::studies::chapter_sweep;
+use listings::m3::feature_map::study::chapter_sweep;
 use plotters::prelude::*;
 
 /// Two panels, one above the other, against the number n of stored

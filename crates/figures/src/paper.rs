@@ -7,9 +7,9 @@ use crate::lines::{PALETTE, legend, power_label};
 use crate::style::{RULES, series_colour, themeable, viridis};
 use listings::paper::capacity::study::crosstalk_study;
 use listings::paper::capacity_sweep::PASSES;
+use listings::paper::capacity_sweep::study::chapter_curves as capacity_sweep;
 use listings::paper::capacity_sweep::study::{MapCurves, NS, THRESHOLD};
 use listings::phi::FeatureMap;
-use listings::studies::capacity_sweep;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -175,7 +175,7 @@ pub fn capacity_crosstalk() -> String {
 /// FAVOR+'s relative spread against r, log-log: measured with independent
 /// and with orthogonal random features, and the exact value for the first.
 pub fn favor_spread_figure() -> String {
-    let rows = listings::studies::chapter_favor_spread();
+    let rows = listings::paper::feature_maps::study::chapter_favor_spread();
     let pick =
         |f: &dyn Fn(&listings::paper::feature_maps::SpreadRow) -> f64| {
             rows.iter().map(|r| (r.r as f64, f(r))).collect()

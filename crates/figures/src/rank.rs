@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 /// Numerical rank against N, log-log, one line per kernel.
 pub fn kernel_rank() -> String {
-    let study = listings::studies::chapter_rank_study();
+    let study = listings::m3::delete_softmax::study::chapter_rank_study();
     let line = |name: String, style, f: &dyn Fn(&_) -> usize| Line {
         name,
         style,

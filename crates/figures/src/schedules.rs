@@ -5,7 +5,7 @@
 
 use crate::lines::{Axes, Line, panel_with_notes};
 use listings::m3::schedules::study::FORMS;
-use listings::studies::measured_timing;
+use listings::m3::schedules::study::measured_timing;
 use plotters::prelude::*;
 
 /// Milliseconds per call against N on log-log axes, one line per form,

@@ -4,7 +4,9 @@
 
 use crate::lines::{Axes, Line, panel, panel_with_notes};
 use crate::style::themeable;
-use listings::studies::{measured_chunk_sizes, speed_accuracy};
+use listings::appendix::speed::study::{
+    chapter_accuracy, measured_chunk_sizes,
+};
 use plotters::prelude::*;
 
 const OK: &str = "drawing into a string cannot fail";
@@ -12,7 +14,7 @@ const OK: &str = "drawing into a string cannot fail";
 /// Worst row-relative error of the f32 recurrent and chunkwise forms
 /// against the f64 recurrence, against N, on log-log axes.
 pub fn speed_accuracy_figure() -> String {
-    let study = speed_accuracy();
+    let study = chapter_accuracy();
     let curve =
         |f: fn(&listings::appendix::speed::study::AccuracyRow) -> f64| {
             study.rows.iter().map(|r| (r.n as f64, f(r))).collect()

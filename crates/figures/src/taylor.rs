@@ -4,7 +4,7 @@
 
 use crate::lines::{Axes, Line, panel};
 use crate::style::themeable;
-use listings::studies::chapter_taylor_study;
+use listings::m3::delete_softmax::study::chapter_taylor_study;
 use plotters::prelude::*;
 
 /// Error against degree (top) and feature dimension against degree

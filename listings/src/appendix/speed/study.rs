@@ -12,6 +12,7 @@ use crate::fast::{
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::fast_weight_memory::linear_attention_recurrent;
 use crate::measure::{Clock, Machine, time_once};
+use crate::memo::once;
 use crate::summary::Spread;
 use crate::table::Table;
 use ndarray::Array2;
@@ -288,4 +289,35 @@ impl ChunkSizeStudy {
         let row = self.chunks.iter().find(|r| r.0 == chunk);
         row.expect("a measured chunk size").1
     }
+}
+
+once! {
+    /// Appendix E: f32 drift of the recurrent and chunkwise sums.
+    chapter_accuracy: AccuracyStudy = accuracy_study(
+        &ACCURACY_LENGTHS,
+        ACCURACY_D,
+        ACCURACY_CHUNK,
+        ACCURACY_SEEDS,
+    );
+}
+
+once! {
+    /// Appendix E: the chunk size that runs fastest on this machine.
+    measured_chunk_sizes: ChunkSizeStudy = chunk_size_study(
+        CHUNK_SIZE_N,
+        CHUNK_SIZE_D,
+        &CHUNK_SIZES,
+        CHUNK_SIZE_REPS,
+    );
+}
+
+/// Output `speed-accuracy`: the study of [`chapter_accuracy`], run once per
+/// process.
+pub fn speed_accuracy() -> String {
+    chapter_accuracy().to_string()
+}
+
+/// Output `speed-chunk-size`: the study of [`measured_chunk_sizes`], run once per process.
+pub fn speed_chunk_size() -> String {
+    measured_chunk_sizes().to_string()
 }

@@ -128,8 +128,8 @@ fn the_two_timings_of_the_build_say_where_and_when_they_were_measured() {
     // Every other output and figure prints the same in a new process
     // (the tests beside `outputs::ALL` and `figures::ALL`); these two
     // are read off the clock, and print this machine and the date.
-    let timing = crate::studies::measured_timing();
-    let chunks = crate::studies::measured_chunk_sizes();
+    let timing = crate::m3::schedules::study::measured_timing();
+    let chunks = crate::appendix::speed::study::measured_chunk_sizes();
     let machines = [
         ("schedules-timing", &timing.machine),
         ("speed-chunk-size", &chunks.machine),
@@ -362,7 +362,7 @@ fn a_chunkwise_forms_arithmetic_per_token_grows_with_c() {
 
 #[test]
 fn chunkwise_f32_drifts_less_than_the_recurrent_f32_sum() {
-    let study = crate::studies::speed_accuracy();
+    let study = crate::appendix::speed::study::chapter_accuracy();
     for row in &study.rows {
         assert!(row.chunkwise < row.recurrent, "{study}");
     }

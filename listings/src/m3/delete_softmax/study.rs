@@ -11,6 +11,7 @@ use super::{
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::attention::softmax_rows;
 use crate::m3::cost::study::group_digits;
+use crate::memo::once;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use crate::table::Table;
@@ -422,4 +423,35 @@ impl fmt::Display for TaylorStudy {
         }
         write!(f, "{table}")
     }
+}
+
+once! {
+    /// "Delete the softmax": the rank of each kernel's matrix.
+    chapter_rank_study: RankStudy = rank_study(
+        &RANK_LENGTHS,
+        RANK_D,
+        RANK_HOT_TAU_OVER_SQRT_D,
+        RANK_SEED,
+    );
+}
+
+once! {
+    /// "Delete the softmax": Taylor features of exp, degree by degree.
+    chapter_taylor_study: TaylorStudy = taylor_study(
+        TAYLOR_DEGREES,
+        TAYLOR_D,
+        TAYLOR_WIDE_D,
+        TAYLOR_POINTS,
+        TAYLOR_SEED,
+    );
+}
+
+/// Output `kernel-rank`: the study of [`chapter_rank_study`], run once per process.
+pub fn kernel_rank() -> String {
+    chapter_rank_study().to_string()
+}
+
+/// Output `kernel-taylor`: the study of [`chapter_taylor_study`], run once per process.
+pub fn kernel_taylor() -> String {
+    chapter_taylor_study().to_string()
 }

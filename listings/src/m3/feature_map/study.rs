@@ -7,6 +7,7 @@ use super::normaliser::{CANDIDATES, causal_denominators};
 use super::recall::{Map, best_memory, read_back, recall_probe};
 use crate::linalg::relative_errors;
 use crate::m3::fast_weight_memory::fast_weight_loop;
+use crate::memo::once;
 use crate::phi::{FeatureMap, elu_plus_one};
 use crate::random::{randn, seeded};
 use crate::summary::Spread;
@@ -406,4 +407,20 @@ impl fmt::Display for CapacitySweep {
         }
         write!(f, "{table}")
     }
+}
+
+once! {
+    /// "The feature map φ": the capacity sweep of every map.
+    chapter_sweep: CapacitySweep = capacity_sweep(
+        &SWEEP_COUNTS,
+        SWEEP_D,
+        SWEEP_M,
+        SWEEP_GAIN,
+        SWEEP_SEEDS,
+    );
+}
+
+/// Output `feature-map-capacity`: the study of [`chapter_sweep`], run once per process.
+pub fn feature_map_capacity() -> String {
+    chapter_sweep().to_string()
 }

@@ -14,6 +14,7 @@ use crate::m3::fast_weight_memory::{
     linear_attention_parallel, linear_attention_recurrent,
 };
 use crate::measure::{Clock, Machine, time_once};
+use crate::memo::once;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use crate::table::Table;
@@ -456,4 +457,14 @@ impl fmt::Display for TimingStudy {
             ratio(Form::Parallel, Form::Chunkwise)
         )
     }
+}
+
+once! {
+    /// "Two faces of one computation": every form timed at every length.
+    measured_timing: TimingStudy = timing_study(&TIMING);
+}
+
+/// Output `schedules-timing`: the study of [`measured_timing`], run once per process.
+pub fn schedules_timing() -> String {
+    measured_timing().to_string()
 }

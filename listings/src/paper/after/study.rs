@@ -7,6 +7,7 @@ use super::{
     Rule, editing_stream, fading_signal, latest_value_error, random_qkv,
     rule_chunkwise, rule_recurrent, six_rules,
 };
+use crate::memo::once;
 use crate::random::seeded;
 use crate::table::Table;
 use ndarray::Array2;
@@ -46,13 +47,13 @@ pub fn equivalence_table() -> String {
 /// Output `after-editing`: the editing study of `studies`, which the
 /// figure shows too.
 pub fn editing_table() -> String {
-    crate::studies::chapter_editing().to_string()
+    chapter_editing().to_string()
 }
 
 /// Output `after-fading`: both fading studies of `studies`, the wider of
 /// which the figure shows too.
 pub fn fading_tables() -> String {
-    let [narrow, wide] = crate::studies::chapter_fading();
+    let [narrow, wide] = chapter_fading();
     format!("{narrow}\n\n{wide}")
 }
 
@@ -291,4 +292,21 @@ impl fmt::Display for FadingStudy {
         }
         write!(f, "{table}")
     }
+}
+
+once! {
+    /// "After the paper": the editing study.
+    chapter_editing: EditingStudy = editing_study(
+        &EDITING_COUNTS,
+        EDITING_D,
+        EDITING_M,
+        EDITING_SEEDS,
+    );
+}
+
+once! {
+    /// "After the paper": the fading studies, one per width of
+    /// `FADING_DS`.
+    chapter_fading: [FadingStudy; 2] =
+        FADING_DS.map(|d| fading_study(d, FADING_SEEDS));
 }

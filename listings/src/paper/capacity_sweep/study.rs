@@ -4,6 +4,7 @@
 //! per output the chapter shows.
 
 use super::{D, M, PASSES, setting2_point, sweep_point};
+use crate::memo::once;
 use crate::phi::FeatureMap;
 use crate::table::Table;
 use std::fmt;
@@ -39,7 +40,7 @@ pub struct MapCurves {
 }
 
 /// Run the whole sweep: every map, every n, every seed. The book runs it
-/// once per build, through `studies::capacity_sweep`.
+/// once per build, through [`chapter_curves`].
 pub fn capacity_sweep() -> Vec<MapCurves> {
     MAPS.iter()
         .map(|&map| {
@@ -178,13 +179,19 @@ impl fmt::Display for Setting2Table {
 /// The n of the Setting 2 table.
 pub const SETTING2_NS: [usize; 3] = [4, 8, 16];
 
-/// Output `capacity-sweep`: the sweep of `studies`, which the figure shows
+/// Output `capacity-sweep`: the sweep of [`chapter_curves`], which the figure shows
 /// too.
 pub fn capacity_table() -> String {
-    CapacityTable(crate::studies::capacity_sweep().clone()).to_string()
+    CapacityTable(crate::paper::capacity_sweep::study::chapter_curves().clone())
+        .to_string()
 }
 
 /// Output `capacity-setting2`.
 pub fn setting2_table() -> String {
     Setting2Table(setting2_study(&SETTING2_NS)).to_string()
+}
+
+once! {
+    /// "Capacity by feature map and update rule": every map, n and seed.
+    chapter_curves: Vec<MapCurves> = capacity_sweep();
 }

@@ -4,7 +4,7 @@ use crate::linalg::orthonormal_keys;
 
 #[test]
 fn mapped_keys_reach_full_rank_p_and_never_more() {
-    for c in crate::studies::capacity_sweep() {
+    for c in crate::paper::capacity_sweep::study::chapter_curves() {
         for (&n, &rank) in NS.iter().zip(&c.rank) {
             assert!(rank <= n.min(c.p) as f64, "{}", c.map.name());
         }
@@ -25,7 +25,7 @@ fn mapped_keys_reach_full_rank_p_and_never_more() {
 
 #[test]
 fn the_replayed_delta_rule_holds_more_associations_with_wider_dpfp() {
-    let curves = crate::studies::capacity_sweep();
+    let curves = crate::paper::capacity_sweep::study::chapter_curves();
     let by = |map| curves.iter().find(|c| c.map == map).unwrap();
     let held_by = |map| held(&by(map).delta_replayed);
     let [elu, d1, d2, d3] = [
@@ -48,7 +48,7 @@ fn the_replayed_delta_rule_holds_more_associations_with_wider_dpfp() {
 
 #[test]
 fn favor_plus_holds_fewer_associations_than_dpfp_of_the_same_p() {
-    let curves = crate::studies::capacity_sweep();
+    let curves = crate::paper::capacity_sweep::study::chapter_curves();
     let by = |map| curves.iter().find(|c| c.map == map).unwrap();
     let (favor, dpfp) = (by(FeatureMap::Favor(16)), by(FeatureMap::Dpfp(2)));
     assert_eq!(favor.p, dpfp.p);
@@ -62,7 +62,7 @@ fn favor_plus_holds_fewer_associations_than_dpfp_of_the_same_p() {
 
 #[test]
 fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
-    for c in crate::studies::capacity_sweep() {
+    for c in crate::paper::capacity_sweep::study::chapter_curves() {
         assert_eq!(held(&c.sum), 1, "{}", c.map.name());
         assert_eq!(held(&c.delta_once), 1, "{}", c.map.name());
     }
@@ -70,7 +70,7 @@ fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
 
 #[test]
 fn replaying_the_delta_rule_lowers_its_error_up_to_p() {
-    for c in crate::studies::capacity_sweep() {
+    for c in crate::paper::capacity_sweep::study::chapter_curves() {
         for (i, &n) in NS.iter().enumerate() {
             if n <= c.p {
                 assert!(
@@ -166,15 +166,17 @@ fn the_sweep_is_the_same_every_time() {
     // Computed afresh, not the memoised copy the book prints: the same
     // table to the last digit.
     let fresh = CapacityTable(capacity_sweep()).to_string();
-    let printed =
-        CapacityTable(crate::studies::capacity_sweep().clone()).to_string();
+    let printed = CapacityTable(
+        crate::paper::capacity_sweep::study::chapter_curves().clone(),
+    )
+    .to_string();
     assert_eq!(fresh, printed);
 }
 
 #[test]
 fn one_association_alone_comes_back_exactly_under_either_rule() {
     assert_eq!(NS[0], 1);
-    for c in crate::studies::capacity_sweep() {
+    for c in crate::paper::capacity_sweep::study::chapter_curves() {
         for errors in [&c.sum, &c.delta_once, &c.delta_replayed] {
             assert!(errors[0] < 1e-12, "{}: {}", c.map.name(), errors[0]);
         }
@@ -185,7 +187,7 @@ fn one_association_alone_comes_back_exactly_under_either_rule() {
 fn dpfp_one_needs_more_keys_than_p_to_reach_rank_p() {
     // As the table shows: at n = p DPFP-1's keys fall short of rank p,
     // so its exact capacity is below p.
-    let curves = crate::studies::capacity_sweep();
+    let curves = crate::paper::capacity_sweep::study::chapter_curves();
     let c = curves
         .iter()
         .find(|c| c.map == FeatureMap::Dpfp(1))

@@ -52,7 +52,7 @@ fn orthogonal_features_spread_less_than_independent_ones_from_two_on() {
     // The chapter's study as printed (the memoised one): from r = 2 on
     // the orthogonal projection's spread lies below the independent
     // one's; at r = 1 the two are the same distribution.
-    let rows = crate::studies::chapter_favor_spread();
+    let rows = crate::paper::feature_maps::study::chapter_favor_spread();
     assert_eq!(rows.len(), SPREAD_RS.len());
     for row in rows.iter().filter(|r| r.r >= 2) {
         assert!(row.orthogonal < row.iid, "r = {}", row.r);

@@ -164,7 +164,7 @@ fn sparse_features_can_leave_the_rank_below_p() {
 
 #[test]
 fn chapter_sweep_finds_the_edge_of_each_map_at_p() {
-    let sweep = crate::studies::chapter_sweep();
+    let sweep = crate::m3::feature_map::study::chapter_sweep();
     for map in LINEAR_MAPS {
         assert_eq!(sweep.exact_up_to(map), map.p(8), "{map:?}");
     }
@@ -205,7 +205,7 @@ fn best_memory_is_the_least_squares_fit() {
 fn the_sum_rule_blurs_its_reads_long_before_p_associations() {
     // Crosstalk: the best memory is exact at n = 4 for every map, and
     // the sum rule's reads are already far from the stored values.
-    let sweep = crate::studies::chapter_sweep();
+    let sweep = crate::m3::feature_map::study::chapter_sweep();
     for map in LINEAR_MAPS {
         let best = sweep.curve(map, true)[1]; // n = 4
         assert_eq!(best.0, 4.0);
@@ -217,7 +217,7 @@ fn the_sum_rule_blurs_its_reads_long_before_p_associations() {
 
 #[test]
 fn sum_rule_errors_grow_with_the_number_of_associations() {
-    let sweep = crate::studies::chapter_sweep();
+    let sweep = crate::m3::feature_map::study::chapter_sweep();
     for map in SWEEP_MAPS {
         let curve = sweep.curve(map, false);
         for pair in curve.windows(2) {
@@ -228,7 +228,7 @@ fn sum_rule_errors_grow_with_the_number_of_associations() {
 
 #[test]
 fn softmax_reads_beat_every_sum_rule_read_and_dpfp_beats_elu_plus_one() {
-    let sweep = crate::studies::chapter_sweep();
+    let sweep = crate::m3::feature_map::study::chapter_sweep();
     for row in &sweep.rows {
         let [soft, elu, dpfp1, dpfp2, dpfp3] = row.sum_rule[..] else {
             panic!("five maps");

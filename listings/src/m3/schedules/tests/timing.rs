@@ -256,7 +256,7 @@ fn the_study_reads_the_thread_clock_which_does_not_count_time_not_running() {
     // Where the system has a CPU clock per thread the study reads it,
     // and a thread that sleeps is not running: the clock barely moves.
     let clock = Clock::best();
-    assert_eq!(crate::studies::measured_timing().clock, clock);
+    assert_eq!(crate::m3::schedules::study::measured_timing().clock, clock);
     if cfg!(unix) {
         assert_eq!(clock, Clock::ThreadCpu);
     }

@@ -6,7 +6,7 @@ use super::study::*;
 use super::*;
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::schedules::AffineStep;
-use crate::studies::{chapter_editing, chapter_fading};
+use crate::paper::after::study::{chapter_editing, chapter_fading};
 
 mod editing;
 mod forms;
