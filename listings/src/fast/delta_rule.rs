@@ -13,7 +13,7 @@ use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
 in_widest_vectors! {
     /// `delta_token_f32` in the widest vectors this CPU has.
     fn delta_token_wide(
-        w: &mut [f32],
+        s: &mut [f32],
         q: &[f32],
         k: &[f32],
         v: &[f32],
@@ -23,15 +23,15 @@ in_widest_vectors! {
 }
 
 // ANCHOR: delta_token_f32
-/// One token of the f32 delta rule, in place, with W: (m, p) kept by
-/// columns w_j. Row i of W meets only v_i, so the rows go in blocks of
+/// One token of the f32 delta rule, in place, with S: (m, p) kept by
+/// columns s_j. Row i of S meets only v_i, so the rows go in blocks of
 /// `ROWS`, each block's numbers held in registers while it makes two
-/// passes over its part of the columns: the prediction ŵ = Σ_j k_j w_j and
-/// the step u = β (v − ŵ), then the write w_j += k_j u and the read
-/// y = Σ_j q_j w_j. q, k: (p) sum-normalised, v, y: (m).
+/// passes over its part of the columns: the prediction v̄ = Σ_j k_j s_j and
+/// the step u = β (v − v̄), then the write s_j += k_j u and the read
+/// y = Σ_j q_j s_j. q, k: (p) sum-normalised, v, y: (m).
 #[inline(always)] // so that the caller's vector width applies here
 pub fn delta_token_f32(
-    w: &mut [f32],
+    s: &mut [f32],
     q: &[f32],
     k: &[f32],
     v: &[f32],
@@ -41,17 +41,17 @@ pub fn delta_token_f32(
     let m = v.len();
     let whole = m - m % ROWS;
     for first in (0..whole).step_by(ROWS) {
-        delta_rows::<ROWS>(w, first, q, k, v, beta, y);
+        delta_rows::<ROWS>(s, first, q, k, v, beta, y);
     }
     for first in whole..m {
-        delta_rows::<1>(w, first, q, k, v, beta, y); // the rows left over
+        delta_rows::<1>(s, first, q, k, v, beta, y); // the rows left over
     }
 }
 
 /// Rows first..first + B of one delta-rule token (see `delta_token_f32`).
 #[inline(always)]
 fn delta_rows<const B: usize>(
-    w: &mut [f32],
+    s: &mut [f32],
     first: usize,
     q: &[f32],
     k: &[f32],
@@ -62,10 +62,10 @@ fn delta_rows<const B: usize>(
     let m = v.len();
     let rows = first..first + B; // of each column
     let mut u = [0.0f32; B];
-    for (w_j, &k_j) in w.chunks_exact(m).zip(k) {
-        let w_j: &[f32; B] = w_j[rows.clone()].try_into().expect("B rows");
+    for (s_j, &k_j) in s.chunks_exact(m).zip(k) {
+        let s_j: &[f32; B] = s_j[rows.clone()].try_into().expect("B rows");
         for i in 0..B {
-            u[i] += k_j * w_j[i]; // ŵ
+            u[i] += k_j * s_j[i]; // v̄
         }
         tally(2 * B); // one multiply–add a row, counted under test
     }
@@ -73,12 +73,12 @@ fn delta_rows<const B: usize>(
         u[i] = beta * (v[first + i] - u[i]); // u
     }
     let mut read = [0.0f32; B];
-    for (w_j, (&q_j, &k_j)) in w.chunks_exact_mut(m).zip(q.iter().zip(k)) {
-        let w_j: &mut [f32; B] =
-            (&mut w_j[rows.clone()]).try_into().expect("B rows");
+    for (s_j, (&q_j, &k_j)) in s.chunks_exact_mut(m).zip(q.iter().zip(k)) {
+        let s_j: &mut [f32; B] =
+            (&mut s_j[rows.clone()]).try_into().expect("B rows");
         for i in 0..B {
-            w_j[i] += k_j * u[i]; // write
-            read[i] += q_j * w_j[i]; // read
+            s_j[i] += k_j * u[i]; // write
+            read[i] += q_j * s_j[i]; // read
         }
         tally(4 * B); // two multiply–adds a row, counted under test
     }
@@ -87,7 +87,7 @@ fn delta_rows<const B: usize>(
 // ANCHOR_END: delta_token_f32
 
 // ANCHOR: delta_rule_recurrent_f32
-/// The delta rule of `delta_rule_recurrent` in f32: W and the scratch rows
+/// The delta rule of `delta_rule_recurrent` in f32: S and the scratch rows
 /// are made before the loop, and each token updates them in place with
 /// `delta_token_f32` (in the widest vectors this CPU has).
 /// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
@@ -99,7 +99,7 @@ pub fn delta_rule_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_delta(phi_q, phi_k, v, beta)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
-    let mut w = vec![0.0f32; p * m]; // W_0 = 0, by columns
+    let mut s = vec![0.0f32; p * m]; // S_0 = 0, by columns
     let (mut q_bar, mut k_bar) = (vec![0.0f32; p], vec![0.0f32; p]);
     let [q_all, k_all, v_all] = row_major(phi_q, phi_k, v);
     let q_rows = slice(&q_all).chunks_exact(p);
@@ -111,7 +111,7 @@ pub fn delta_rule_recurrent_f32(
     for ((((q_t, k_t), v_t), y_t), &b) in tokens {
         sum_normalise_into(k_t.iter().copied(), &mut k_bar);
         sum_normalise_into(q_t.iter().copied(), &mut q_bar);
-        delta_token_wide(&mut w, &q_bar, &k_bar, v_t, b, y_t);
+        delta_token_wide(&mut s, &q_bar, &k_bar, v_t, b, y_t);
     }
     finite("Y", y)
 }
@@ -122,8 +122,8 @@ pub fn delta_rule_recurrent_f32(
 /// made once, with four matrix products per chunk. With G_k = K̄ K̄ᵀ, the
 /// rows of X = T [K̄ | V] follow by forward substitution, without forming
 /// T: x_i = β_i ([k̄_i | v_i] − Σ_{j<i} (G_k)_ij x_j). Then
-/// [Q̄ W_0ᵀ; T K̄ W_0ᵀ] is one product, U = T V − T K̄ W_0ᵀ,
-/// Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U and W ← W_0 + Uᵀ K̄.
+/// [Q̄ S_0ᵀ; T K̄ S_0ᵀ] is one product, U = T V − T K̄ S_0ᵀ,
+/// Y = Q̄ S_0ᵀ + tril(Q̄ K̄ᵀ) U and S ← S_0 + Uᵀ K̄.
 /// Shapes as in `delta_rule_recurrent_f32`; chunk ≥ 1.
 pub fn delta_rule_chunkwise_f32(
     phi_q: &ArrayRef2<f32>,
@@ -136,11 +136,11 @@ pub fn delta_rule_chunkwise_f32(
     check_chunk(chunk)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let c_max = chunk.min(n);
-    let mut w = Array2::<f32>::zeros((m, p)); // W_0 = 0
+    let mut s = Array2::<f32>::zeros((m, p)); // S_0 = 0
     let mut kv = Array2::<f32>::zeros((c_max, p + m)); // [K̄ | V], then X
     let mut kq = Array2::<f32>::zeros((3 * c_max, p)); // [K̄; Q̄; T K̄]
     let mut g = Array2::<f32>::zeros((2 * c_max, c_max)); // [K̄ K̄ᵀ; Q̄ K̄ᵀ]
-    let mut r = Array2::<f32>::zeros((2 * c_max, m)); // [Q̄ W_0ᵀ; T K̄ W_0ᵀ]
+    let mut r = Array2::<f32>::zeros((2 * c_max, m)); // [Q̄ S_0ᵀ; T K̄ S_0ᵀ]
     let mut y = Array2::<f32>::zeros((n, m));
     let [q_all, k_all, v_all] = row_major(phi_q, phi_k, v);
     let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
@@ -181,14 +181,14 @@ pub fn delta_rule_chunkwise_f32(
         let (tk, mut u) = kv_c.view_mut().split_at(Axis(1), p);
         q_tk.slice_mut(s![c.., ..]).assign(&tk); // [Q̄; T K̄]
         let mut r_c = r.slice_mut(s![..2 * c, ..]);
-        general_mat_mul(1.0, &q_tk, &w.t(), 0.0, &mut r_c);
-        u -= &r_c.slice(s![c.., ..]); // U = T V − T K̄ W_0ᵀ
+        general_mat_mul(1.0, &q_tk, &s.t(), 0.0, &mut r_c);
+        u -= &r_c.slice(s![c.., ..]); // U = T V − T K̄ S_0ᵀ
         let mut scores = g_c.slice_mut(s![c.., ..]); // Q̄ K̄ᵀ
         mask_future(&mut scores, 0.0); // tril, diagonal kept
         let mut y_c = y.slice_mut(s![start..end, ..]);
-        y_c.assign(&r_c.slice(s![..c, ..])); // Q̄ W_0ᵀ: earlier chunks
+        y_c.assign(&r_c.slice(s![..c, ..])); // Q̄ S_0ᵀ: earlier chunks
         general_mat_mul(1.0, &scores, &u, 1.0, &mut y_c); // this chunk
-        general_mat_mul(1.0, &u.t(), &k_bar, 1.0, &mut w); // W += Uᵀ K̄
+        general_mat_mul(1.0, &u.t(), &k_bar, 1.0, &mut s); // S += Uᵀ K̄
     }
     finite("Y", y)
 }

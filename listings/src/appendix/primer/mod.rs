@@ -58,7 +58,7 @@ fn rms(xs: &[f64]) -> f64 {
 }
 
 /// Eigenvalues, largest first, and unit eigenvectors as the columns of
-/// `vectors`, in the same order: a = vectors · diag(values) · vectorsᵀ.
+/// `vectors`, in the same order: M = vectors · diag(values) · vectorsᵀ.
 pub struct Eigen {
     pub values: Array1<f64>,
     pub vectors: Array2<f64>,
@@ -68,35 +68,37 @@ pub struct Eigen {
 pub const JACOBI_MAX_SWEEPS: usize = 60;
 
 // ANCHOR: jacobi_eigen
-/// The rotation (c, s) in the plane (p, q) that zeroes a_pq of Jᵀ a J,
-/// from a_pp, a_qq and a_pq ≠ 0: t = tan θ, the smaller root.
-fn zeroing_rotation(app: f64, aqq: f64, apq: f64) -> (f64, f64) {
-    let theta = (aqq - app) / (2.0 * apq);
-    let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-    let c = 1.0 / (t * t + 1.0).sqrt();
-    (c, t * c)
+/// The rotation (cos ϑ, sin ϑ) in the plane (i, j) that zeroes m_ij of
+/// Jᵀ M J, from m_ii, m_jj and m_ij ≠ 0: tan ϑ is the smaller root.
+fn zeroing_rotation(m_ii: f64, m_jj: f64, m_ij: f64) -> (f64, f64) {
+    let theta = (m_jj - m_ii) / (2.0 * m_ij);
+    let tan = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+    let cos = 1.0 / (tan * tan + 1.0).sqrt();
+    (cos, tan * cos)
 }
 
-/// Eigen-decomposition of a symmetric a: (n, n) by Jacobi's method: rotate
-/// in one plane (p, q) at a time so that a_pq becomes 0, a ← Jᵀ a J, and
-/// collect the rotations in V, until every a_pq is at rounding level.
-pub fn jacobi_eigen(a: &ArrayRef2<f64>) -> Result<Eigen, InputError> {
-    check_symmetric(a)?;
-    let n = a.nrows();
-    let mut a = a.to_owned();
-    let mut v = Array2::<f64>::eye(n);
+/// Eigen-decomposition of a symmetric M: (n, n) by Jacobi's method: rotate
+/// in one plane (i, j) at a time so that m_ij becomes 0, M ← Jᵀ M J, and
+/// collect the rotations in `vectors`, until every m_ij is at rounding
+/// level.
+pub fn jacobi_eigen(m: &ArrayRef2<f64>) -> Result<Eigen, InputError> {
+    check_symmetric(m)?;
+    let n = m.nrows();
+    let mut m = m.to_owned();
+    let mut vectors = Array2::<f64>::eye(n);
     // Entries at rounding level of the whole matrix count as zero.
-    let tiny = f64::EPSILON * a.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let tiny = f64::EPSILON * m.iter().map(|x| x * x).sum::<f64>().sqrt();
     for _ in 0..JACOBI_MAX_SWEEPS {
         let mut rotated = false;
-        for p in 0..n {
-            for q in p + 1..n {
-                if a[[p, q]].abs() <= tiny {
+        for i in 0..n {
+            for j in i + 1..n {
+                if m[[i, j]].abs() <= tiny {
                     continue;
                 }
-                let (c, s) = zeroing_rotation(a[[p, p]], a[[q, q]], a[[p, q]]);
-                rotate(&mut a, &mut v, p, q, c, s);
-                (a[[p, q]], a[[q, p]]) = (0.0, 0.0); // zero by construction
+                let (cos, sin) =
+                    zeroing_rotation(m[[i, i]], m[[j, j]], m[[i, j]]);
+                rotate(&mut m, &mut vectors, i, j, cos, sin);
+                (m[[i, j]], m[[j, i]]) = (0.0, 0.0); // zero by construction
                 rotated = true;
             }
         }
@@ -105,33 +107,34 @@ pub fn jacobi_eigen(a: &ArrayRef2<f64>) -> Result<Eigen, InputError> {
         }
     }
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&i, &j| a[[j, j]].total_cmp(&a[[i, i]]));
+    order.sort_by(|&a, &b| m[[b, b]].total_cmp(&m[[a, a]]));
     Ok(Eigen {
-        values: order.iter().map(|&i| a[[i, i]]).collect(),
-        vectors: v.select(Axis(1), &order),
+        values: order.iter().map(|&i| m[[i, i]]).collect(),
+        vectors: vectors.select(Axis(1), &order),
     })
 }
 // ANCHOR_END: jacobi_eigen
 
-/// a ← Jᵀ a J and v ← v J for the rotation J that is the identity except
-/// J_pp = J_qq = c, J_pq = s, J_qp = −s.
+/// M ← Jᵀ M J and vectors ← vectors J for the rotation J that is the
+/// identity except J_ii = J_jj = cos, J_ij = sin, J_ji = −sin.
 fn rotate(
-    a: &mut Array2<f64>,
-    v: &mut Array2<f64>,
-    p: usize,
-    q: usize,
-    c: f64,
-    s: f64,
+    m: &mut Array2<f64>,
+    vectors: &mut Array2<f64>,
+    i: usize,
+    j: usize,
+    cos: f64,
+    sin: f64,
 ) {
     let turn = |x: &mut f64, y: &mut f64| {
-        (*x, *y) = (c * *x - s * *y, s * *x + c * *y);
+        (*x, *y) = (cos * *x - sin * *y, sin * *x + cos * *y);
     };
-    let (mut col_p, mut col_q) = a.multi_slice_mut((s![.., p], s![.., q]));
-    Zip::from(&mut col_p).and(&mut col_q).for_each(turn);
-    let (mut row_p, mut row_q) = a.multi_slice_mut((s![p, ..], s![q, ..]));
-    Zip::from(&mut row_p).and(&mut row_q).for_each(turn);
-    let (mut col_p, mut col_q) = v.multi_slice_mut((s![.., p], s![.., q]));
-    Zip::from(&mut col_p).and(&mut col_q).for_each(turn);
+    let (mut col_i, mut col_j) = m.multi_slice_mut((s![.., i], s![.., j]));
+    Zip::from(&mut col_i).and(&mut col_j).for_each(turn);
+    let (mut row_i, mut row_j) = m.multi_slice_mut((s![i, ..], s![j, ..]));
+    Zip::from(&mut row_i).and(&mut row_j).for_each(turn);
+    let (mut col_i, mut col_j) =
+        vectors.multi_slice_mut((s![.., i], s![.., j]));
+    Zip::from(&mut col_i).and(&mut col_j).for_each(turn);
 }
 
 /// a is finite, non-empty, square and symmetric to rounding.
@@ -197,8 +200,9 @@ pub fn singular_values(
 // ANCHOR_END: singular_values
 
 // ANCHOR: effective_rank
-/// Effective rank exp(H(p)) of keys: (n, d), where p = σ / Σσ are the
-/// normalised singular values and H(p) = −Σ p_i ln p_i (Roy & Vetterli).
+/// Effective rank exp(−Σ σ̂_i ln σ̂_i) of keys: (n, d), where σ̂ = σ / Σσ
+/// are the normalised singular values: the exponential of their entropy
+/// (Roy & Vetterli).
 pub fn effective_rank(keys: &ArrayRef2<f64>) -> Result<f64, InputError> {
     let sigma = singular_values(keys)?;
     let total = sigma.sum();
@@ -214,8 +218,9 @@ pub fn effective_rank(keys: &ArrayRef2<f64>) -> Result<f64, InputError> {
 // ANCHOR_END: effective_rank
 
 // ANCHOR: correlated_keys
-/// n unit keys in ℝ^d that share one direction c: k_i ∝ √ρ c + √(1−ρ) g_i,
-/// with c and every g_i drawn from N(0, I). ρ = 0 gives independent random
+/// n unit keys in ℝ^d that share one direction k₀:
+/// k_i ∝ √ρ k₀ + √(1−ρ) g_i, with k₀ and every g_i drawn from N(0, I),
+/// one row each. ρ = 0 gives independent random
 /// keys, ρ = 1 n copies of one key; in between, cosines near ρ.
 pub fn correlated_keys(
     rng: &mut impl Rng,

@@ -92,8 +92,8 @@ pub fn causal_linear_attention(
 // ANCHOR_END: causal_linear_attention
 
 // ANCHOR: fast_weight_loop
-/// The fast-weight loop: from M_0 = 0, for each t write
-/// M_t = M_{t−1} + v_t k_tᵀ and read y_t = M_t q_t. No denominator.
+/// The fast-weight loop: from S_0 = 0, for each t write
+/// S_t = S_{t−1} + v_t k_tᵀ and read y_t = S_t q_t. No denominator.
 /// q, k: (N, d), v: (N, m); returns Y: (N, m).
 pub fn fast_weight_loop(
     q: &ArrayRef2<f64>,
@@ -101,7 +101,7 @@ pub fn fast_weight_loop(
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(q, k, v, true)?;
-    let mut memory = Array2::zeros((v.ncols(), k.ncols())); // M: (m, d)
+    let mut memory = Array2::zeros((v.ncols(), k.ncols())); // S: (m, d)
     let mut y = Array2::zeros((q.nrows(), v.ncols()));
     for t in 0..q.nrows() {
         fast_weight_write(&mut memory, &v.row(t), &k.row(t)); // program

@@ -98,8 +98,8 @@ pub fn state_jacobian(
 
 // ANCHOR: linear_attention_parallel_backward
 /// The gradients of a loss through causal linear attention, given the
-/// loss's gradient G = ∂L/∂O: (N, m). Scores A = tril(Φ_Q Φ_Kᵀ),
-/// denominators d = A 1, O = diag(1/d) A V.
+/// loss's gradient G = ∂L/∂O: (N, m). Masked scores
+/// P = tril(Φ_Q Φ_Kᵀ), denominators Z = P 1, O = diag(1/Z) P V.
 pub struct Gradients {
     pub phi_q: Array2<f64>,
     pub phi_k: Array2<f64>,
@@ -107,8 +107,8 @@ pub struct Gradients {
 }
 
 /// Backward through the parallel form, holding the N × N scores:
-/// Ḡ = diag(1/d) G, c = −rowsum(Ḡ ⊙ O), ∂A = tril(Ḡ Vᵀ + c 1ᵀ),
-/// then ∂Φ_Q = ∂A Φ_K, ∂Φ_K = ∂Aᵀ Φ_Q, ∂V = Aᵀ Ḡ.
+/// Ḡ = diag(1/Z) G, c = −rowsum(Ḡ ⊙ O), ∂P = tril(Ḡ Vᵀ + c 1ᵀ),
+/// then ∂Φ_Q = ∂P Φ_K, ∂Φ_K = ∂Pᵀ Φ_Q, ∂V = Pᵀ Ḡ.
 pub fn linear_attention_parallel_backward(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
@@ -117,21 +117,21 @@ pub fn linear_attention_parallel_backward(
 ) -> Result<Gradients, InputError> {
     check_qkv(phi_q, phi_k, v, true)?;
     check_grad_o(grad_o, v)?;
-    let a = causal_scores(phi_q, phi_k); // (N, N)
-    let d = a.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
-    let o = a.dot(v) / &d;
-    let g_bar = &grad_o.view() / &d; // ∂L/∂(numerator)
-    let c = -(&g_bar * &o).sum_axis(Axis(1)); // ∂L/∂d, per row
-    let mut grad_a = g_bar.dot(&v.t()) + c.insert_axis(Axis(1));
-    grad_a.indexed_iter_mut().for_each(|((t, j), x)| {
+    let p = causal_scores(phi_q, phi_k); // (N, N)
+    let z = p.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
+    let o = p.dot(v) / &z;
+    let g_bar = &grad_o.view() / &z; // ∂L/∂(numerator)
+    let c = -(&g_bar * &o).sum_axis(Axis(1)); // ∂L/∂Z, per row
+    let mut grad_p = g_bar.dot(&v.t()) + c.insert_axis(Axis(1));
+    grad_p.indexed_iter_mut().for_each(|((t, j), x)| {
         if j > t {
             *x = 0.0; // the future's scores were never used
         }
     });
     Ok(Gradients {
-        phi_q: grad_a.dot(phi_k),
-        phi_k: grad_a.t().dot(phi_q),
-        v: a.t().dot(&g_bar),
+        phi_q: grad_p.dot(phi_k),
+        phi_k: grad_p.t().dot(phi_q),
+        v: p.t().dot(&g_bar),
     })
 }
 // ANCHOR_END: linear_attention_parallel_backward
@@ -142,7 +142,8 @@ pub fn linear_attention_parallel_backward(
 /// ∂φ(q_t) = S_tᵀ ḡ_t + c_t z_t. Backward over t for keys and values,
 /// carrying R = Σ_{τ≥t} ḡ_τ φ(q_τ)ᵀ and r = Σ_{τ≥t} c_τ φ(q_τ):
 /// ∂φ(k_t) = Rᵀ v_t + r, ∂v_t = R φ(k_t), undoing each write of S and z
-/// on the way back. Here ḡ_t = g_t / d_t, c_t = −ḡ_t · o_t.
+/// on the way back. Here ḡ_t = g_t / Z_t, c_t = −ḡ_t · o_t, with the
+/// denominator Z_t = z_tᵀ φ(q_t).
 pub fn linear_attention_backward(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
@@ -159,9 +160,9 @@ pub fn linear_attention_backward(
     };
     // ḡ_t and c_t from the state S_t, z_t that token t read.
     let pull = |s: &Array2<f64>, z: &Array1<f64>, t: usize| {
-        let (q, d) = (phi_q.row(t), z.dot(&phi_q.row(t)));
-        let g_bar = &grad_o.row(t) / d;
-        let c = -g_bar.dot(&s.dot(&q)) / d; // −ḡ_t · o_t
+        let (q, den) = (phi_q.row(t), z.dot(&phi_q.row(t))); // Z_t
+        let g_bar = &grad_o.row(t) / den;
+        let c = -g_bar.dot(&s.dot(&q)) / den; // −ḡ_t · o_t
         (g_bar, c)
     };
     let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
@@ -198,27 +199,27 @@ pub(crate) fn check_grad_o(
 }
 
 // ANCHOR: affine_step
-/// One step of an affine recurrence, S_t = S_{t−1} A_t + B_t, whose
-/// transition A_t and input B_t do not depend on the state.
-/// a: (p, p), b: (m, p).
+/// One step of an affine recurrence, S_t = S_{t−1} H_t + B_t, whose
+/// transition H_t and input B_t do not depend on the state.
+/// h: (p, p), b: (m, p).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AffineStep {
-    pub a: Array2<f64>,
+    pub h: Array2<f64>,
     pub b: Array2<f64>,
 }
 
 impl AffineStep {
-    /// S ↦ S A + B. s: (m, p).
+    /// S ↦ S H + B. s: (m, p).
     pub fn apply(&self, s: &ArrayRef2<f64>) -> Array2<f64> {
-        s.dot(&self.a) + &self.b
+        s.dot(&self.h) + &self.b
     }
 
-    /// This step, then `next`: S ↦ (S A₁ + B₁) A₂ + B₂, which is one
-    /// step again, with transition A₁ A₂ and input B₁ A₂ + B₂.
+    /// This step, then `next`: S ↦ (S H₁ + B₁) H₂ + B₂, which is one
+    /// step again, with transition H₁ H₂ and input B₁ H₂ + B₂.
     pub fn then(&self, next: &AffineStep) -> AffineStep {
         AffineStep {
-            a: self.a.dot(&next.a),
-            b: self.b.dot(&next.a) + &next.b,
+            h: self.h.dot(&next.h),
+            b: self.b.dot(&next.h) + &next.b,
         }
     }
 }
@@ -227,7 +228,7 @@ impl AffineStep {
 // ANCHOR: affine_chunkwise
 /// Run an affine recurrence from S_0 in chunks of `chunk` steps: fold each
 /// chunk's steps into one, then apply it. Returns the state after each
-/// chunk. steps: A_t (p, p), B_t (m, p); s0: (m, p); chunk ≥ 1.
+/// chunk. steps: H_t (p, p), B_t (m, p); s0: (m, p); chunk ≥ 1.
 pub fn affine_chunkwise(
     steps: &[AffineStep],
     s0: &ArrayRef2<f64>,
@@ -248,8 +249,8 @@ pub fn affine_chunkwise(
 // ANCHOR_END: affine_chunkwise
 
 // ANCHOR: loglog_slope
-/// The slope a of the least-squares line ln t = a ln N + b through the
-/// points (N, t): a curve t ∝ N^a has slope a on log-log axes.
+/// The slope κ of the least-squares line ln time = κ ln N + c through the
+/// points (N, time): a time that grows as N^κ has slope κ on log-log axes.
 pub fn loglog_slope(points: &[(f64, f64)]) -> f64 {
     let logs: Vec<(f64, f64)> =
         points.iter().map(|&(n, t)| (n.ln(), t.ln())).collect();

@@ -226,7 +226,7 @@ pub fn wy_representation(
     let t = ut_transform(k_bar, beta);
     let (k_hat, v_hat) = (t.dot(k_bar), t.dot(v)); // (C, p), (C, m)
     AffineStep {
-        a: Array2::eye(k_bar.ncols()) - k_hat.t().dot(k_bar),
+        h: Array2::eye(k_bar.ncols()) - k_hat.t().dot(k_bar),
         b: v_hat.t().dot(k_bar),
     }
 }

@@ -58,7 +58,7 @@ fn state_jacobian_over_many_steps_is_still_the_identity() {
     }
 }
 
-/// Random affine steps, far from the identity: A_t = −I/2 plus a
+/// Random affine steps, far from the identity: H_t = −I/2 plus a
 /// random matrix of entries N(0, 0.36/p) (not diagonal, some of its
 /// eigenvalues negative), B_t random. p: state width, m: state height.
 fn affine_steps(seed: u64, n: usize, m: usize, p: usize) -> Vec<AffineStep> {
@@ -66,7 +66,7 @@ fn affine_steps(seed: u64, n: usize, m: usize, p: usize) -> Vec<AffineStep> {
     let spread = 0.6 / (p as f64).sqrt();
     (0..n)
         .map(|_| AffineStep {
-            a: Array2::eye(p) * -0.5 + randn(&mut rng, p, p) * spread,
+            h: Array2::eye(p) * -0.5 + randn(&mut rng, p, p) * spread,
             b: randn(&mut rng, m, p),
         })
         .collect()
@@ -106,7 +106,7 @@ fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
         for (n, m, p) in [(1, 2, 3), (17, 3, 4), (40, 2, 6)] {
             let steps = affine_steps(seed, n, m, p);
             for step in &steps {
-                let far = distance_from_identity(&step.a);
+                let far = distance_from_identity(&step.h);
                 assert!(far > 1.0, "seed {seed}: {far}");
             }
             let s0 = randn(&mut seeded(seed + 50), m, p);
@@ -139,7 +139,7 @@ fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
             if n >= 3 {
                 let left = steps[0].then(&steps[1]).then(&steps[2]);
                 let right = steps[0].then(&steps[1].then(&steps[2]));
-                close(&left.a, &right.a);
+                close(&left.h, &right.h);
                 close(&left.b, &right.b);
             }
             for c in [1, 2, 3, 8, 64] {
@@ -168,7 +168,7 @@ fn the_sum_rule_is_the_affine_step_with_the_identity_transition() {
             let mut b = Array2::zeros((3, 4));
             fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
             let step = AffineStep {
-                a: Array2::eye(4),
+                h: Array2::eye(4),
                 b,
             };
             let want = step.apply(&s);
@@ -198,7 +198,7 @@ fn an_affine_steps_jacobian_is_the_same_at_every_state_but_need_not_be_the_ident
         for ((row, col), x) in want.indexed_iter_mut() {
             let ((a, b), (a2, b2)) = ((row / 4, row % 4), (col / 4, col % 4));
             if a == a2 {
-                *x = step.a[[b2, b]];
+                *x = step.h[[b2, b]];
             }
         }
         assert_relative_eq!(j1, want, epsilon = 1e-8);
@@ -375,7 +375,7 @@ fn a_decayed_recurrence_can_be_computed_in_chunks() {
 
 #[test]
 fn folding_writes_gives_the_identity_and_a_plain_sum() {
-    // With A_t = I the folded transition is I again, exactly, and the
+    // With H_t = I the folded transition is I again, exactly, and the
     // folded input is the sum of the writes.
     for seed in 0..5 {
         for (n, p, m) in [(1, 3, 2), (5, 4, 3), (40, 8, 5)] {
@@ -385,7 +385,7 @@ fn folding_writes_gives_the_identity_and_a_plain_sum() {
                     let mut b = Array2::zeros((m, p));
                     fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
                     AffineStep {
-                        a: Array2::eye(p),
+                        h: Array2::eye(p),
                         b,
                     }
                 })
@@ -393,7 +393,7 @@ fn folding_writes_gives_the_identity_and_a_plain_sum() {
             let folded = steps[1..]
                 .iter()
                 .fold(steps[0].clone(), |acc, step| acc.then(step));
-            assert_eq!(folded.a, Array2::<f64>::eye(p));
+            assert_eq!(folded.h, Array2::<f64>::eye(p));
             assert_relative_eq!(
                 folded.b,
                 sequence_memory(&phi_k, &v).s,

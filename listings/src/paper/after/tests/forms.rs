@@ -22,7 +22,7 @@ fn affine(
         .insert_axis(Axis(1))
         .dot(&k.row(t).insert_axis(Axis(0)));
     AffineStep {
-        a,
+        h: a,
         b: vk * c.omega[t],
     }
 }
@@ -55,7 +55,7 @@ fn table_step(
             ((eye - kk * beta[t]) * alpha[t], vk * beta[t])
         }
     };
-    AffineStep { a, b }
+    AffineStep { h: a, b }
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn every_rule_is_one_gate_per_feature_one_erase_and_one_write() {
                     let pattern = Array2::from_diag(&alpha)
                         .dot(&(Array2::eye(p) - outer(&kt, &kt) * c.beta[t]));
                     let want = table_step(&rule, &ku, &v, t);
-                    assert_close(&pattern, &want.a, 1e-13, rule.name());
+                    assert_close(&pattern, &want.h, 1e-13, rule.name());
                     let b = outer(&v.row(t), &kt) * c.omega[t];
                     assert_close(&b, &want.b, 1e-13, rule.name());
                     let mut w = randn(&mut seeded(seed + 50), m, p);
@@ -238,19 +238,19 @@ fn the_table_names_each_rules_transition() {
         (affine(&c, &kp, &v, t), kp)
     };
     let (sum, _) = step(&rules[0], 2);
-    assert_eq!(sum.a, Array2::eye(4));
+    assert_eq!(sum.h, Array2::eye(4));
     let (fixed, _) = step(&rules[1], 2);
-    assert_close(&fixed.a, &(Array2::eye(4) * 0.99), 1e-14, "γ I");
+    assert_close(&fixed.h, &(Array2::eye(4) * 0.99), 1e-14, "γ I");
     let (delta, kp) = step(&rules[4], 2);
     let kt = kp.row(2);
     assert!((kt.dot(&kt) - 1.0).abs() < 1e-14, "unit key");
     let house = crate::paper::delta_rule::delta_transition(&kt, 0.4);
-    assert_close(&delta.a, &house, 1e-14, "I − β k kᵀ");
+    assert_close(&delta.h, &house, 1e-14, "I − β k kᵀ");
     let (gated, _) = step(&rules[5], 2);
     let Rule::GatedDelta { alpha, .. } = &rules[5] else {
         unreachable!()
     };
-    assert_close(&gated.a, &(house * alpha[2]), 1e-13, "α (I − β k kᵀ)");
+    assert_close(&gated.h, &(house * alpha[2]), 1e-13, "α (I − β k kᵀ)");
 }
 
 #[test]

@@ -68,7 +68,7 @@ fn delta_step(k: &ArrayRef1<f64>, v: &ArrayRef1<f64>, beta: f64) -> AffineStep {
     let mut b = Array2::zeros((v.len(), k.len()));
     fast_weight_write(&mut b, &v.mapv(|x| beta * x), k);
     AffineStep {
-        a: delta_transition(k, beta),
+        h: delta_transition(k, beta),
         b,
     }
 }
@@ -91,8 +91,8 @@ fn a_chunk_of_delta_writes_folds_into_the_wy_form() {
             );
             let wy = wy_representation(&k_bar, &v, &beta);
             assert_relative_eq!(
-                wy.a,
-                folded.a,
+                wy.h,
+                folded.h,
                 max_relative = 1e-10,
                 epsilon = 1e-12
             );

@@ -500,7 +500,7 @@ fn every_rule_is_an_affine_step_with_its_own_transition() {
                     (
                         s,
                         AffineStep {
-                            a: eye.clone(),
+                            h: eye.clone(),
                             b: input(1.0),
                         },
                     )
@@ -511,7 +511,7 @@ fn every_rule_is_an_affine_step_with_its_own_transition() {
                     (
                         s,
                         AffineStep {
-                            a: &eye * x,
+                            h: &eye * x,
                             b: input(1.0),
                         },
                     )
@@ -522,7 +522,7 @@ fn every_rule_is_an_affine_step_with_its_own_transition() {
                     (
                         s,
                         AffineStep {
-                            a: &eye * (1.0 - x),
+                            h: &eye * (1.0 - x),
                             b: input(x),
                         },
                     )
@@ -531,7 +531,7 @@ fn every_rule_is_an_affine_step_with_its_own_transition() {
                     let mut s = w.clone();
                     delta_rule_step(&mut s, &k, &v, x);
                     let a = delta_transition(&k, x);
-                    (s, AffineStep { a, b: input(x) })
+                    (s, AffineStep { h: a, b: input(x) })
                 },
             ];
             for (stepped, affine) in rules {
