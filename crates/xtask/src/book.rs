@@ -120,6 +120,7 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
             mangled.join("\n")
         )));
     }
+    crate::search::readable(root)?;
     check_built(root)
 }
 

@@ -384,3 +384,58 @@ fn a_symbol_of_display_math_the_registry_lacks_fails_the_build() {
     book::build_with(&book("notation-complete", &complete), notation)
         .expect("a registry with every symbol builds");
 }
+
+/// The stored body of the first document of the search index of the book
+/// built in `dir`.
+fn first_search_body(dir: &std::path::Path) -> String {
+    let book = dir.join("book");
+    let file = fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("searchindex") && name.ends_with(".js")
+        })
+        .expect("mdBook wrote a search index");
+    let js = fs::read_to_string(file).unwrap();
+    let json = xtask::search::json_of_js(&js).expect("mdBook's format");
+    let all: serde_json::Value = serde_json::from_str(&json).unwrap();
+    all["index"]["documentStore"]["docs"]["0"]["body"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn the_search_index_holds_each_formula_once_and_figures_by_their_alt() {
+    let dir = fixture("search-readable", "", GOOD);
+    // mdBook alone indexes the MathML, the TeX and the visible HTML of
+    // each formula, and every tick label of the figure.
+    xtask::run("mdbook", &["build", &dir.display().to_string()], &dir).unwrap();
+    let raw = first_search_body(&dir);
+    assert!(raw.contains("x 2 x^2 x 2"), "{raw}");
+    assert!(raw.contains("\\frac{1}{2}"), "{raw}");
+    // The build rewrites the index: each formula once, as its MathML
+    // reads, and the figure by its text alternative.
+    book::build(&dir).expect("the good fixture builds");
+    let body = first_search_body(&dir);
+    assert!(body.starts_with("Inline x 2 and display: 1 2 "), "{body}");
+    assert!(!body.contains('\\') && !body.contains('^'), "{body}");
+    assert!(
+        body.contains("A lower triangle of coloured squares."),
+        "{body}"
+    );
+    let ticks: Vec<&str> = raw
+        .split_whitespace()
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(ticks.len() > 10, "the figure's tick labels: {ticks:?}");
+    assert!(
+        body.split_whitespace()
+            .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+            .count()
+            < 6,
+        "{body}"
+    );
+}
