@@ -476,20 +476,25 @@ function figureText({ minText, superscript, width }) {
 // What is wrong with a search result's excerpt, if it shows math more
 // than once or as TeX source (the search index keeps one readable form of
 // each formula, crates/xtask/src/search.rs): a TeX command (one a formula
-// would use; code's "\n" is not one), or a run of up to six words repeated
-// at once of which one is math-like (a single letter, a Greek letter or a
-// mathematical symbol), as in "β β" or "x 2 x 2".
+// would use; code's "\n" is not one); a zero-width space, which only
+// KaTeX's visible HTML holds (its layout struts); one Greek letter or
+// symbol twice in a row ("β β"); or a run of four to six words repeated at
+// once with a single letter, Greek letter or symbol among them (a formula
+// and its copy). Shorter runs repeat in honest math ("k t k t ⊤").
 function excerptProblem(text) {
   const tex = /\\(?:mathbf|mathcal|mathbb|boldsymbol|operatorname|frac|sqrt|sum|prod|top|cdot|times|left|right|text|bar|hat|tilde|alpha|beta|gamma|delta|phi|varphi|sigma|ell|quad|qquad|leq?|geq?)(?![a-zA-Z])/.exec(text);
   if (tex) return `TeX source "${tex[0]}"`;
+  if (text.includes('\u200b')) return "KaTeX's visible HTML (a zero-width space)";
   // Words without the punctuation that follows them.
   const words = text.split(/\s+/).map((w) => w.replace(/[.,;:!?)]+$/u, '')).filter(Boolean);
-  const mathy = (w) => /^[A-Za-z]$/.test(w) || /[\u0370-\u03FF\u2200-\u22FF\u00D7]/u.test(w);
-  for (let k = 1; k <= 6; k += 1) {
+  const symbol = (w) => /[\u0370-\u03FF\u2200-\u22FF\u00D7]/u.test(w);
+  const mathy = (w) => /^[A-Za-z]$/.test(w) || symbol(w);
+  for (const k of [1, 4, 5, 6]) {
     for (let i = 0; i + 2 * k <= words.length; i += 1) {
       const a = words.slice(i, i + k);
       const b = words.slice(i + k, i + 2 * k);
-      if (a.join(' ') === b.join(' ') && a.some(mathy)) return `"${a.join(' ')}" twice in a row`;
+      const math = k === 1 ? symbol(a[0]) : a.some(mathy);
+      if (a.join(' ') === b.join(' ') && math) return `"${a.join(' ')}" twice in a row`;
     }
   }
   return null;

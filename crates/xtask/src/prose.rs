@@ -102,14 +102,15 @@ enum Kind {
 /// Measure the prose of a chapter's Markdown.
 pub fn measure(text: &str) -> Prose {
     let mut prose = Prose::default();
-    // The open block: its kind and its (token, line) pairs.
+    // The open block: its kind and its lines with their numbers.
     let mut block: Option<(Kind, Vec<(String, usize)>)> = None;
     let mut fence: Option<&str> = None;
     let (mut math, mut comment, mut figure, mut list) =
         (false, false, false, false);
     let flush = |block: &mut Option<(Kind, Vec<(String, usize)>)>,
                  prose: &mut Prose| {
-        if let Some((kind, tokens)) = block.take() {
+        if let Some((kind, lines)) = block.take() {
+            let tokens = tokens_of(&lines);
             prose.words += tokens.iter().filter(|(t, _)| is_word(t)).count();
             if kind == Kind::Paragraph {
                 prose.sentences.extend(sentences(&tokens));
@@ -179,21 +180,21 @@ pub fn measure(text: &str) -> Prose {
             // A heading: words of its own, no sentence.
             flush(&mut block, &mut prose);
             list = false;
-            let tokens = tokens_of(t.trim_start_matches('#'), line_no);
-            block = Some((Kind::WordsOnly, tokens));
+            let heading = t.trim_start_matches('#').to_string();
+            block = Some((Kind::WordsOnly, vec![(heading, line_no)]));
             flush(&mut block, &mut prose);
             continue;
         }
         if let Some(rest) = list_item(t) {
             flush(&mut block, &mut prose);
             list = true;
-            block = Some((Kind::WordsOnly, tokens_of(rest, line_no)));
+            block = Some((Kind::WordsOnly, vec![(rest.to_string(), line_no)]));
             continue;
         }
         let body = t.trim_start_matches('>').trim_start();
         match block.as_mut() {
             // A line continues the open paragraph or list item.
-            Some((_, tokens)) => tokens.extend(tokens_of(body, line_no)),
+            Some((_, lines)) => lines.push((body.to_string(), line_no)),
             None => {
                 // A paragraph indented under a list item belongs to it.
                 list = list && indent >= 2;
@@ -202,7 +203,7 @@ pub fn measure(text: &str) -> Prose {
                 } else {
                     Kind::Paragraph
                 };
-                block = Some((kind, tokens_of(body, line_no)));
+                block = Some((kind, vec![(body.to_string(), line_no)]));
             }
         }
     }
@@ -234,17 +235,39 @@ fn is_word(token: &str) -> bool {
     token.chars().any(char::is_alphanumeric)
 }
 
-/// The tokens of one line of prose, each with `line`: HTML tags, comments,
-/// claim marks and images removed, links reduced to their text, a
-/// reference made one word, inline math and code made stand-ins.
-fn tokens_of(line: &str, line_no: usize) -> Vec<(String, usize)> {
-    plain(line)
-        .split_whitespace()
-        .map(|t| (t.to_string(), line_no))
-        .collect()
+/// The tokens of a block of prose, each with its line: the block's lines
+/// joined (inline math and code may run across a line break), HTML tags,
+/// comments, claim marks and images removed, links reduced to their text,
+/// a reference made one word, inline math and code made stand-ins.
+fn tokens_of(lines: &[(String, usize)]) -> Vec<(String, usize)> {
+    let Some(&(_, first)) = lines.first() else {
+        return Vec::new();
+    };
+    let joined: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+    let text = plain(&joined.join("\n"));
+    let mut out = Vec::new();
+    let mut line = first;
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_whitespace() {
+            if !word.is_empty() {
+                out.push((std::mem::take(&mut word), line));
+            }
+            if c == '\n' {
+                line += 1;
+            }
+        } else {
+            word.push(c);
+        }
+    }
+    if !word.is_empty() {
+        out.push((word, line));
+    }
+    out
 }
 
-/// A line of Markdown as prose reads it (see [`tokens_of`]).
+/// Markdown as prose reads it (see [`tokens_of`]); the line breaks inside
+/// what it removes are kept, after the stand-in.
 pub fn plain(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
@@ -268,6 +291,7 @@ pub fn plain(line: &str) -> String {
             let close = rest[1..].find('$').map(|e| e + 2);
             if let Some(end) = close {
                 out.push_str(MATH);
+                out.push_str(&"\n".repeat(rest[..end].matches('\n').count()));
                 rest = &rest[end..];
                 continue;
             }
@@ -276,8 +300,10 @@ pub fn plain(line: &str) -> String {
             let ticks = rest.bytes().take_while(|b| *b == b'`').count();
             let fence = &rest[..ticks];
             if let Some(end) = rest[ticks..].find(fence) {
+                let end = ticks + end + ticks;
                 out.push_str(CODE);
-                rest = &rest[ticks + end + ticks..];
+                out.push_str(&"\n".repeat(rest[..end].matches('\n').count()));
+                rest = &rest[end..];
                 continue;
             }
         }
@@ -559,6 +585,25 @@ mod tests {
         assert_eq!(s, [(1, 6), (1, 9), (1, 3), (1, 1), (1, 7), (3, 6), (6, 2)]);
         let first = &measure(text).sentences[0];
         assert_eq!(first.text, "Keys are columns, e.g. the key $…$.");
+    }
+
+    #[test]
+    fn inline_math_may_run_across_a_line_break() {
+        let text = "The write $\\mathbf{S}_t =\n\\mathbf{S}_{t-1} + v$ adds one\n\
+                    outer product. Next sentence.\n";
+        let prose = measure(text);
+        let s: Vec<(usize, usize, &str)> = prose
+            .sentences
+            .iter()
+            .map(|s| (s.line, s.words, s.text.as_str()))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                (1, 6, "The write $…$ adds one outer product."),
+                (3, 2, "Next sentence.")
+            ]
+        );
     }
 
     #[test]

@@ -391,8 +391,7 @@ fn figure_text_at_either_width_legends_in_two_sizes_and_repeated_math_fail() {
                     let js = fs::read_to_string(&path).unwrap();
                     let said = "A fast weight memory;";
                     assert!(js.contains(said), "{js}");
-                    let twice =
-                        js.replace(said, "A fast weight memory x 2 x 2;");
+                    let twice = js.replace(said, "A fast weight memory β β;");
                     fs::write(&path, twice).unwrap();
                 }
             }
@@ -421,7 +420,7 @@ fn figure_text_at_either_width_legends_in_two_sizes_and_repeated_math_fail() {
             (
                 "an excerpt that repeats its math",
                 "search \"fast weight\": a result's excerpt repeats its math \
-                 or shows TeX (\"x 2\" twice in a row)",
+                 or shows TeX (\"β\" twice in a row)",
             ),
         ],
     );
