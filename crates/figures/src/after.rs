@@ -1,19 +1,18 @@
 //! The figure of "After the paper": what each update rule does to a memory
 //! that is being edited, from the studies in `listings::paper::after`.
 
-use crate::lines::{Axes, Line, panel};
-use crate::style::themeable;
+use crate::lines::{Axes, Key, Line, Series, looks, panel, stack};
+use crate::style::Width;
 use listings::paper::after::recall::model::Mixer;
 use listings::paper::after::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
 use listings::paper::after::study::{chapter_editing, chapter_fading};
-use plotters::prelude::*;
 
 /// Two panels: the error of reading the latest value of every key against
 /// the number n of keys written (d = 64), and what is left of one
 /// association after s later writes (d = 64).
-pub fn after_editing() -> String {
+pub fn after_editing(w: Width) -> String {
     let editing = chapter_editing();
     let error_lines: Vec<Line> = editing
         .names
@@ -49,42 +48,33 @@ pub fn after_editing() -> String {
         .collect();
     let n_max = *editing.counts.last().expect("counts") as f64;
     let s_max = (fading.signal[0].len() - 1) as f64;
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 760)).into_drawing_area();
-        let (top, bottom) = root.split_vertically(380);
-        let top_axes = Axes {
-            x: (editing.counts[0] as f64 / 1.3, n_max * 1.3),
-            x_log: Some(2),
-            y: (0.09, 4.0),
-            y_log: 10,
-            x_desc: "keys written, n (d = 64)",
-            y_desc: "error reading the latest values",
-        };
-        panel(
-            &top,
-            &top_axes,
-            &error_lines,
-            SeriesLabelPosition::LowerRight,
-        );
-        let bottom_axes = Axes {
-            x: (0.0, s_max),
-            x_log: None,
-            y: (FLOOR, 2.0),
-            y_log: 10,
-            x_desc: "later writes, s (d = 64)",
-            y_desc: "share of the first association left",
-        };
-        panel(
-            &bottom,
-            &bottom_axes,
-            &fade_lines,
-            SeriesLabelPosition::LowerLeft,
-        );
-        root.present().expect("drawing into a string cannot fail");
-    }
-    themeable(&svg)
+    let top_axes = Axes {
+        x: (editing.counts[0] as f64 / 1.3, n_max * 1.3),
+        x_log: Some(2),
+        y: (0.09, 4.0),
+        y_log: 10,
+        x_desc: "keys written, n (d = 64)",
+        y_desc: "error reading the latest values",
+    };
+    let bottom_axes = Axes {
+        x: (0.0, s_max),
+        x_log: None,
+        y: (FLOOR, 2.0),
+        y_log: 10,
+        x_desc: "later writes, s (d = 64)",
+        y_desc: "share of the first association left",
+    };
+    let (errors, fades) = (looks(&error_lines), looks(&fade_lines));
+    // The same rules in both panels: one legend above them.
+    let keys: Vec<Key> = errors.iter().map(Series::key).collect();
+    let plot = w.pick(330, 280);
+    stack(w.px(640), &[(&keys, plot), (&[], plot)], w, |i, area| {
+        if i == 0 {
+            panel(area, &top_axes, &errors, 6, w);
+        } else {
+            panel(area, &bottom_axes, &fades, w.pick(13, 6), w);
+        }
+    })
 }
 
 /// The bottom of the fading panel's axis.
@@ -95,7 +85,7 @@ const FLOOR: f64 = 1e-3;
 /// sequence, at width d; and each rule's share minus the sum rule's. Means
 /// over the committed runs' seeds (`listings/data/recall.tsv`, made by
 /// `cargo xtask recall`).
-pub fn after_recall() -> String {
+pub fn after_recall(w: Width) -> String {
     let (_, records) = committed();
     let sum = mean_accuracy(&records, Mixer::Sum);
     let line = |i: usize, mixer: Mixer, minus: Option<&[f64]>| Line {
@@ -144,19 +134,15 @@ pub fn after_recall() -> String {
         x_desc: &x_desc,
         y_desc: "minus the sum rule's share",
     };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 760)).into_drawing_area();
-        let (top, bottom) = root.split_vertically(400);
-        panel(&top, &top_axes, &all, SeriesLabelPosition::LowerLeft);
-        panel(
-            &bottom,
-            &bottom_axes,
-            &rules,
-            SeriesLabelPosition::LowerLeft,
-        );
-        root.present().expect("drawing into a string cannot fail");
-    }
-    themeable(&svg)
+    let (all, rules) = (looks(&all), looks(&rules));
+    // The bottom panel's rules are the top's but softmax: one legend.
+    let keys: Vec<Key> = all.iter().map(Series::key).collect();
+    let plot = w.pick(330, 280);
+    stack(w.px(640), &[(&keys, plot), (&[], plot)], w, |i, area| {
+        if i == 0 {
+            panel(area, &top_axes, &all, 6, w);
+        } else {
+            panel(area, &bottom_axes, &rules, 6, w);
+        }
+    })
 }

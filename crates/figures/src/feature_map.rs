@@ -3,16 +3,15 @@
 //! and by the best memory of the same size, for softmax and for each
 //! feature map of the sweep in `listings::m3::feature_map::study`.
 
-use crate::lines::{Axes, Line, panel};
-use crate::style::themeable;
+use crate::lines::{Axes, Line, Series, looks, panel, stack};
+use crate::style::Width;
 use listings::m3::feature_map::recall::Map;
 use listings::m3::feature_map::study::chapter_sweep;
-use plotters::prelude::*;
 
 /// Two panels, one above the other, against the number n of stored
 /// associations: the median error of the sum rule's reads (softmax: of
 /// its reads), and of the best m × p memory's reads.
-pub fn feature_map_capacity() -> String {
+pub fn feature_map_capacity(w: Width) -> String {
     let sweep = chapter_sweep();
     let name = |map: Map| match map.p(sweep.d) {
         Some(p) => format!("{}, p = {p}", map.name()),
@@ -36,7 +35,7 @@ pub fn feature_map_capacity() -> String {
             })
             .collect()
     };
-    let (sum_rule, best) = (lines(false), lines(true));
+    let (sum_rule, best) = (looks(&lines(false)), looks(&lines(true)));
     let n_max = sweep.rows.last().map_or(2.0, |r| r.n as f64);
     let axes = |y, y_desc| Axes {
         x: (1.5, n_max * 1.4),
@@ -46,23 +45,24 @@ pub fn feature_map_capacity() -> String {
         x_desc: "associations stored, n",
         y_desc,
     };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 760)).into_drawing_area();
-        let (top, bottom) = root.split_vertically(380);
-        let lowest = sum_rule
-            .iter()
-            .flat_map(|l| &l.points)
-            .fold(1.0_f64, |lo, p| lo.min(p.1));
-        let floor = 10f64.powf(lowest.log10().floor());
-        let top_axes = axes((floor, 1e1), "median error, sum rule");
-        panel(&top, &top_axes, &sum_rule, SeriesLabelPosition::LowerRight);
-        let bottom_axes = axes((FLOOR, 1e4), "median error, best m × p memory");
-        panel(&bottom, &bottom_axes, &best, SeriesLabelPosition::UpperLeft);
-        root.present().expect("drawing into a string cannot fail");
-    }
-    themeable(&svg)
+    let lowest = sum_rule
+        .iter()
+        .flat_map(|l| &l.points)
+        .fold(1.0_f64, |lo, p| lo.min(p.1));
+    let floor = 10f64.powf(lowest.log10().floor());
+    let top_axes = axes((floor, 1e1), "median error, sum rule");
+    let bottom_axes = axes((FLOOR, 1e4), "median error, best m × p memory");
+    // The second panel's maps are the first's but softmax: one legend.
+    let keys: Vec<_> = sum_rule.iter().map(Series::key).collect();
+    let plot = w.pick(330, 280);
+    stack(w.px(640), &[(&keys, plot), (&[], plot)], w, |i, area| {
+        let (axes, series) = if i == 0 {
+            (&top_axes, &sum_rule)
+        } else {
+            (&bottom_axes, &best)
+        };
+        panel(area, axes, series, w.pick(8, 4), w);
+    })
 }
 
 /// The bottom of the error axes: errors below it are rounding.

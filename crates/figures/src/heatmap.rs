@@ -1,35 +1,44 @@
 //! Heat maps of attention weights.
 
-use crate::style::{themeable, viridis};
+use crate::lines::{Keyed, OK, figure, linear_ticks};
+use crate::style::{Font, Width, viridis};
 use listings::m3::attention::study::WALKTHROUGH_SEED;
 use listings::m3::attention::walkthrough;
 use listings::ndarray::Array2;
 use plotters::prelude::*;
 
 /// The causal attention weights of the running example, as a heat map.
-pub fn causal_attention_heatmap() -> String {
+pub fn causal_attention_heatmap(w: Width) -> String {
     let (_, read) = walkthrough(WALKTHROUGH_SEED);
-    weights_heatmap(&read.weights, true)
+    weights_heatmap(&read.weights, true, w)
 }
 
 /// Draw `weights` (N, N) with row t = query t and column j = key j. With
 /// `causal`, cells above the diagonal are left empty.
-pub fn weights_heatmap(weights: &Array2<f64>, causal: bool) -> String {
+pub fn weights_heatmap(
+    weights: &Array2<f64>,
+    causal: bool,
+    w: Width,
+) -> String {
     let n = weights.nrows();
     let top = weights.iter().cloned().fold(0.0, f64::max).max(1e-12);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (560, 470)).into_drawing_area();
-        let (left, right) = root.split_horizontally(470);
-        let span = -0.5..n as f64 - 0.5;
-        let rows = n as f64 - 0.5..-0.5; // query 0 at the top
+    let size = (w.px(560), w.pick(470, 340));
+    let cells = (0..n).map(|i| i as f64).collect::<Vec<_>>();
+    let tick = w.units(Font::Tick);
+    let label = w.units(Font::Label);
+    figure(size, w, |root| {
+        let (left, right) = root.split_horizontally(size.0 - w.pick(90, 74));
+        let span = (-0.5, n as f64 - 0.5);
+        let rows = (n as f64 - 0.5, -0.5); // query 0 at the top
         let mut chart = ChartBuilder::on(&left)
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
-            .build_cartesian_2d(span, rows)
-            .expect("drawing into a string cannot fail");
+            .margin(w.pick(10, 4))
+            .x_label_area_size((tick * 1.5 + label + 14.0) as u32)
+            .y_label_area_size((tick * 1.3 + label + 18.0) as u32)
+            .build_cartesian_2d(
+                Keyed::new(span, None, cells.clone()),
+                Keyed::new(rows, None, cells.clone()),
+            )
+            .expect(OK);
         chart
             .configure_mesh()
             .disable_mesh()
@@ -39,48 +48,51 @@ pub fn weights_heatmap(weights: &Array2<f64>, causal: bool) -> String {
             .y_labels(n)
             .x_label_formatter(&|x| format!("{}", x.round()))
             .y_label_formatter(&|y| format!("{}", y.round()))
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", w.font(Font::Tick)))
+            .axis_desc_style(("sans-serif", w.font(Font::Label)))
             .draw()
-            .expect("drawing into a string cannot fail");
+            .expect(OK);
         let cells = weights
             .indexed_iter()
             .filter(|((t, j), _)| !causal || j <= t);
         chart
-            .draw_series(cells.map(|((t, j), &w)| {
+            .draw_series(cells.map(|((t, j), &v)| {
                 let (x, y) = (j as f64, t as f64);
                 Rectangle::new(
                     [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
-                    viridis(w / top).filled(),
+                    viridis(v / top).filled(),
                 )
             }))
-            .expect("drawing into a string cannot fail");
-        colour_bar(&right, top);
-        root.present().expect("drawing into a string cannot fail");
-    }
-    themeable(&svg)
+            .expect(OK);
+        colour_bar(&right, top, w);
+    })
 }
 
 /// A vertical bar from 0 to `top` in the viridis map, labelled.
 fn colour_bar(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     top: f64,
+    w: Width,
 ) {
+    let ticks = linear_ticks((0.0, top), w.pick(6, 5));
     let mut bar = ChartBuilder::on(area)
         .margin_top(10)
-        .margin_bottom(50)
+        .margin_bottom(w.pick(50, 44))
         .margin_right(10)
-        .y_label_area_size(45)
-        .build_cartesian_2d(0.0..1.0, 0.0..top)
-        .expect("drawing into a string cannot fail");
+        .y_label_area_size((w.units(Font::Tick) * 2.2 + 12.0) as u32)
+        .build_cartesian_2d(
+            0.0..1.0,
+            Keyed::new((0.0, top), None, ticks.at.clone()),
+        )
+        .expect(OK);
     bar.configure_mesh()
         .disable_mesh()
         .disable_x_axis()
-        .y_labels(6)
-        .y_label_formatter(&|w| format!("{w:.1}"))
-        .label_style(("sans-serif", 13))
+        .y_labels(ticks.at.len())
+        .y_label_formatter(&|v| ticks.label(*v))
+        .label_style(("sans-serif", w.font(Font::Tick)))
         .draw()
-        .expect("drawing into a string cannot fail");
+        .expect(OK);
     let steps = 64;
     bar.draw_series((0..steps).map(|i| {
         let (lo, hi) = (i as f64 / steps as f64, (i + 1) as f64 / steps as f64);
@@ -89,7 +101,7 @@ fn colour_bar(
             viridis((lo + hi) / 2.0).filled(),
         )
     }))
-    .expect("drawing into a string cannot fail");
+    .expect(OK);
 }
 
 #[cfg(test)]
@@ -102,7 +114,7 @@ mod tests {
             (5, 5),
             |(t, j)| if j <= t { 0.2 } else { 0.0 },
         );
-        let svg = weights_heatmap(&w, true);
+        let svg = weights_heatmap(&w, true, Width::Desktop);
         // 15 visible cells of one colour, none for the 10 future ones.
         let cell = format!("fill=\"#{:02X}{:02X}{:02X}\"", 253, 231, 37);
         assert_eq!(svg.matches(&cell).count(), 15);

@@ -3,6 +3,9 @@
 //! chapter (which holds the figure's caption and text alternative) inlines
 //! the SVG, so figures follow the reader's theme: text and axes are drawn in
 //! `currentColor`, and colour maps are chosen to read on light and dark pages.
+//! Every figure is drawn twice by the same code from the same data: for the
+//! desktop column and for a phone's (fewer ticks, panels stacked), and the
+//! page shows the one that fits its column (`theme/book.css`).
 
 mod after;
 mod cost;
@@ -19,97 +22,61 @@ mod speed;
 mod style;
 mod taylor;
 
-pub use style::themeable;
+pub use style::{PHONE, PHONE_BELOW, Width, themeable, themeable_at};
 
-/// A named figure: the function that draws it. Its caption and its text
+/// A named figure: the function that draws it for a width, and the two
+/// drawings together as the page holds them. Its caption and its text
 /// alternative are written beside it in the chapter that shows it.
 pub struct Figure {
     pub name: &'static str,
+    pub draw: fn(Width) -> String,
+    /// The desktop drawing, then the phone drawing, on lines of their own.
     pub render: fn() -> String,
+}
+
+/// Both drawings of a figure, desktop first, as [`Figure::render`] gives
+/// them.
+pub fn both(draw: fn(Width) -> String) -> String {
+    let (desktop, phone) = (draw(Width::Desktop), draw(Width::Phone));
+    format!("{}\n{}", desktop.trim_end(), phone.trim_end())
+}
+
+/// A [`Figure`] named `$name`, drawn by `$draw`.
+macro_rules! figure {
+    ($name:literal, $draw:path) => {
+        Figure {
+            name: $name,
+            draw: $draw,
+            render: || both($draw),
+        }
+    };
 }
 
 /// Every figure the book can show, by name.
 pub const ALL: &[Figure] = &[
-    Figure {
-        name: "causal-attention-heatmap",
-        render: heatmap::causal_attention_heatmap,
-    },
-    Figure {
-        name: "fast-weight-programmer",
-        render: programmer::fast_weight_programmer,
-    },
-    Figure {
-        name: "capacity-crosstalk",
-        render: paper::capacity_crosstalk,
-    },
-    Figure {
-        name: "favor-spread",
-        render: paper::favor_spread_figure,
-    },
-    Figure {
-        name: "dpfp-regions",
-        render: paper::dpfp_regions,
-    },
-    Figure {
-        name: "capacity-sweep",
-        render: paper::capacity_sweep_figure,
-    },
-    Figure {
-        name: "attention-cost",
-        render: cost::attention_cost,
-    },
-    Figure {
-        name: "kernel-rank",
-        render: rank::kernel_rank,
-    },
-    Figure {
-        name: "taylor-features",
-        render: taylor::taylor_features,
-    },
-    Figure {
-        name: "memory-writes",
-        render: memory::memory_writes,
-    },
-    Figure {
-        name: "delta-rewrite",
-        render: memory::delta_rewrite,
-    },
-    Figure {
-        name: "retrieval-setting1",
-        render: retrieval::setting1,
-    },
-    Figure {
-        name: "retrieval-setting2",
-        render: retrieval::setting2,
-    },
-    Figure {
-        name: "schedules-timing",
-        render: schedules::schedules_timing,
-    },
-    Figure {
-        name: "feature-map-capacity",
-        render: feature_map::feature_map_capacity,
-    },
-    Figure {
-        name: "speed-accuracy",
-        render: speed::speed_accuracy_figure,
-    },
-    Figure {
-        name: "speed-chunk-size",
-        render: speed::speed_chunk_size_figure,
-    },
-    Figure {
-        name: "speed-crossover",
-        render: speed::speed_crossover_figure,
-    },
-    Figure {
-        name: "after-editing",
-        render: after::after_editing,
-    },
-    Figure {
-        name: "after-recall",
-        render: after::after_recall,
-    },
+    figure!(
+        "causal-attention-heatmap",
+        heatmap::causal_attention_heatmap
+    ),
+    figure!("fast-weight-programmer", programmer::fast_weight_programmer),
+    figure!("capacity-crosstalk", paper::capacity_crosstalk),
+    figure!("favor-spread", paper::favor_spread_figure),
+    figure!("dpfp-regions", paper::dpfp_regions),
+    figure!("capacity-sweep", paper::capacity_sweep_figure),
+    figure!("attention-cost", cost::attention_cost),
+    figure!("kernel-rank", rank::kernel_rank),
+    figure!("taylor-features", taylor::taylor_features),
+    figure!("memory-writes", memory::memory_writes),
+    figure!("delta-rewrite", memory::delta_rewrite),
+    figure!("retrieval-setting1", retrieval::setting1),
+    figure!("retrieval-setting2", retrieval::setting2),
+    figure!("schedules-timing", schedules::schedules_timing),
+    figure!("feature-map-capacity", feature_map::feature_map_capacity),
+    figure!("speed-accuracy", speed::speed_accuracy_figure),
+    figure!("speed-chunk-size", speed::speed_chunk_size_figure),
+    figure!("speed-crossover", speed::speed_crossover_figure),
+    figure!("after-editing", after::after_editing),
+    figure!("after-recall", after::after_recall),
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,
@@ -137,6 +104,11 @@ mod tests {
     fn every_figure_is_one_svg_block_with_no_blank_line() {
         for fig in ALL {
             let svg = (fig.render)();
+            // The desktop drawing, then the phone one.
+            let desktop = svg.find("figure-desktop").unwrap_or(usize::MAX);
+            let phone = svg.find("figure-phone").unwrap_or(0);
+            assert!(desktop < phone, "{}: desktop, then phone", fig.name);
+            assert_eq!(svg.matches("<svg").count(), 2, "{}", fig.name);
             assert!(svg.starts_with("<svg"), "{}", fig.name);
             assert!(svg.trim_end().ends_with("</svg>"), "{}", fig.name);
             // A blank line would end the HTML block in Markdown.
@@ -186,6 +158,152 @@ mod tests {
         }
         for name in MEASURED {
             assert!(find(name).is_some(), "{name} is not a figure");
+        }
+    }
+
+    /// Every `<text>` of an SVG: its attributes and its words (tspans
+    /// removed).
+    fn texts(svg: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut rest = svg;
+        while let Some(at) = rest.find("<text ") {
+            let end = rest[at..].find("</text>").expect("closed") + at;
+            let (head, body) = rest[at..end].split_once('>').expect("a tag");
+            let mut words = String::new();
+            let mut inside = false;
+            for c in body.chars() {
+                match c {
+                    '<' => inside = true,
+                    '>' => inside = false,
+                    c if !inside => words.push(c),
+                    _ => {}
+                }
+            }
+            out.push((head.to_string(), words));
+            rest = &rest[end..];
+        }
+        out
+    }
+
+    fn attr(head: &str, name: &str) -> Option<String> {
+        let key = format!(" {name}=\"");
+        let from = head.find(&key)? + key.len();
+        Some(head[from..from + head[from..].find('"')?].to_string())
+    }
+
+    #[test]
+    fn no_text_is_drawn_twice_and_none_shows_markup() {
+        for fig in ALL {
+            for w in Width::BOTH {
+                let svg = (fig.draw)(w);
+                let all = texts(&svg);
+                for (i, t) in all.iter().enumerate() {
+                    if !t.1.trim().is_empty() {
+                        assert!(
+                            !all[..i].contains(t),
+                            "{} ({w:?}): {:?} drawn twice",
+                            fig.name,
+                            t.1
+                        );
+                    }
+                    // W_Q shows as W with a lowered Q, never "W_Q".
+                    assert!(
+                        !t.1.contains("_{") && !t.1.contains("^{"),
+                        "{} ({w:?}): raw markup in {:?}",
+                        fig.name,
+                        t.1
+                    );
+                    assert!(!t.1.contains("W_"), "{}: {:?}", fig.name, t.1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_text_is_legible_and_each_legend_has_one_size() {
+        for fig in ALL {
+            for w in Width::BOTH {
+                let svg = (fig.draw)(w);
+                let width: f64 = attr(&svg, "viewBox")
+                    .and_then(|v| v.split_whitespace().nth(2)?.parse().ok())
+                    .expect("a viewBox");
+                let shown = width.min(w.column());
+                let mut legend = Vec::new();
+                for (head, words) in texts(&svg) {
+                    if words.trim().is_empty() {
+                        continue;
+                    }
+                    let size: f64 =
+                        attr(&head, "font-size").unwrap().parse().unwrap();
+                    let px = size * shown / width;
+                    // Text holding a sub- or superscript shows it at
+                    // SUPERSCRIPT of its size.
+                    let raised = has_scripts(&svg, &head)
+                        || words.chars().any(|c| "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺".contains(c));
+                    let least = w.min_text()
+                        / if raised { style::SUPERSCRIPT } else { 1.0 };
+                    assert!(
+                        px >= least - 1e-9,
+                        "{} ({w:?}): {words:?} at {px:.2} px",
+                        fig.name
+                    );
+                    if head.contains("class=\"legend\"") {
+                        legend.push((size, words));
+                    }
+                }
+                if let Some((first, _)) = legend.first() {
+                    assert!(
+                        legend.iter().all(|(s, _)| s == first),
+                        "{} ({w:?}): legend sizes {legend:?}",
+                        fig.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether the text element that starts `head` holds a tspan.
+    fn has_scripts(svg: &str, head: &str) -> bool {
+        let at = svg.find(head).unwrap_or(0);
+        let end = svg[at..].find("</text>").map_or(svg.len(), |e| at + e);
+        svg[at..end].contains("<tspan")
+    }
+
+    #[test]
+    fn the_retrieval_legends_name_the_threshold_and_losses_below_the_floor() {
+        for w in Width::BOTH {
+            let svg = retrieval::setting1(w);
+            assert!(svg.contains("class=\"legend\""), "{w:?}");
+            assert!(svg.contains("solved: loss &lt; 10⁻³"), "{w:?}");
+            // Losses below the floor: said in the legend.
+            assert!(svg.contains("on the axis"), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn the_page_switches_to_the_phone_drawing_where_the_figures_crate_says() {
+        let css = include_str!("../../../theme/book.css");
+        let query =
+            format!("@container (max-width: {}px)", PHONE_BELOW as f64 - 0.02);
+        assert!(css.contains(&query), "theme/book.css lacks `{query}`");
+        assert!(css.contains("svg.figure-phone"));
+        // The desktop drawings are never drawn narrower than the switch.
+        for fig in ALL {
+            let svg = (fig.draw)(Width::Desktop);
+            let width: f64 = attr(&svg, "viewBox")
+                .and_then(|v| v.split_whitespace().nth(2)?.parse().ok())
+                .expect("a viewBox");
+            assert!(
+                width >= PHONE_BELOW as f64 - 80.0,
+                "{}: {width}",
+                fig.name
+            );
+            let phone = (fig.draw)(Width::Phone);
+            assert!(
+                phone.contains(&format!("viewBox=\"0 0 {PHONE} ")),
+                "{}",
+                fig.name
+            );
         }
     }
 

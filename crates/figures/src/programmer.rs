@@ -3,8 +3,9 @@
 //! v kᵀ is added to the fast weights; the fast weights map the query to
 //! the output. Data from `listings::paper::fwp::study::programmer_step`.
 
+use crate::lines::figure;
 use crate::memory::diverging;
-use crate::style::themeable;
+use crate::style::Width;
 use listings::ndarray::{Array2, ArrayView2, Axis};
 use listings::paper::fwp::study::{PICTURE, programmer_step};
 use plotters::coord::Shift;
@@ -13,6 +14,12 @@ use plotters::prelude::*;
 const OK: &str = "drawing into a string cannot fail";
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The size of the diagram's words in SVG units: each holds a subscript,
+/// drawn at 0.8 of it (see `style::themeable_at`).
+fn text_size(w: Width) -> f64 {
+    w.pick(16.0, 14.5)
+}
 
 /// A matrix as a grid of cells `size` px square with its top-left corner
 /// at `at`, coloured on the diverging map scaled to ±`top`, outlined, with
@@ -24,6 +31,7 @@ fn grid(
     m: ArrayView2<f64>,
     top: f64,
     label: &str,
+    w: Width,
 ) -> (i32, i32, i32, i32) {
     let (rows, cols) = m.dim();
     for ((i, j), &x) in m.indexed_iter() {
@@ -35,7 +43,9 @@ fn grid(
     let end = (at.0 + cols as i32 * size, at.1 + rows as i32 * size);
     area.draw(&Rectangle::new([at, end], BLACK.stroke_width(1)))
         .expect(OK);
-    let font = ("sans-serif", 17).into_font().color(&BLACK);
+    let font = ("sans-serif", text_size(w) * 1.24)
+        .into_font()
+        .color(&BLACK);
     let centre = ((at.0 + end.0) / 2, at.1 - 8);
     let style = font.pos(plotters::style::text_anchor::Pos::new(
         plotters::style::text_anchor::HPos::Center,
@@ -68,13 +78,17 @@ fn arrow(area: &Area, from: (i32, i32), to: (i32, i32)) {
 }
 
 /// Words at `at`, left-aligned, in the figure's text size.
-fn words(area: &Area, at: (i32, i32), text: &str) {
-    let font = ("sans-serif", 16).into_font().color(&BLACK);
+fn words(area: &Area, at: (i32, i32), text: &str, w: Width) {
+    let font = ("sans-serif", text_size(w) * 1.24)
+        .into_font()
+        .color(&BLACK);
     area.draw(&Text::new(text.to_string(), at, font)).expect(OK);
 }
 
-/// Step t of the chapter's programmer, as a diagram of its numbers.
-pub fn fast_weight_programmer() -> String {
+/// Step t of the chapter's programmer, as a diagram of its numbers: on a
+/// desktop in two rows, the slow net's work above and the fast weights'
+/// below; on a phone the same, narrower, with smaller cells.
+pub fn fast_weight_programmer(w: Width) -> String {
     let (seed, t) = PICTURE;
     let s = programmer_step(seed, t).expect("the slow weights fit the input");
     let column = |v: &listings::ndarray::Array1<f64>| -> Array2<f64> {
@@ -94,56 +108,113 @@ pub fn fast_weight_programmer() -> String {
     );
     let vectors = scale(&[&k, &v, &q]);
     let weights = scale(&[&s.before, &s.write, &s.after]);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (720, 440)).into_drawing_area();
-        let c = 14; // cell size
+    // Where each piece goes: the desktop layout, or the phone's.
+    let l = match w {
+        Width::Desktop => Layout {
+            size: (720, 440),
+            cell: 14,
+            x: (20, 70),
+            net: [(80, 150), (210, 210)],
+            k: (250, 100),
+            v: (290, 100),
+            write: (380, 100),
+            q: (640, 100),
+            turn: 52,
+            before: (200, 310),
+            after: (420, 310),
+            y: (640, 310),
+            write_word: true,
+        },
+        Width::Phone => Layout {
+            size: (380, 312),
+            cell: 10,
+            x: (10, 56),
+            net: [(36, 86), (152, 146)],
+            k: (172, 86),
+            v: (192, 86),
+            write: (222, 86),
+            q: (318, 86),
+            turn: 26,
+            before: (30, 234),
+            after: (174, 234),
+            y: (318, 234),
+            write_word: false,
+        },
+    };
+    figure(l.size, w, |root| {
+        let c = l.cell;
         // The input and the slow net.
-        let xb = grid(&root, (20, 70), c, x.view(), scale(&[&x]), "xₜ");
-        let net = [(80, 150), (210, 210)];
+        let xb = grid(root, l.x, c, x.view(), scale(&[&x]), "x_{t}", w);
+        let net = l.net;
+        let middle = (net[0].1 + net[1].1) / 2;
         root.draw(&Rectangle::new(net, BLACK.stroke_width(2)))
             .expect(OK);
-        words(&root, (92, 160), "slow net");
-        words(&root, (92, 184), "W_Q, W_K, W_V");
-        arrow(&root, (xb.2 + 4, 180), (net[0].0 - 2, 180));
+        let lead = (text_size(w) * 1.5) as i32;
+        words(root, (net[0].0 + 10, net[0].1 + 10), "slow net", w);
+        words(
+            root,
+            (net[0].0 + 10, net[0].1 + 10 + lead),
+            "W_{Q}, W_{K}, W_{V}",
+            w,
+        );
+        arrow(root, (xb.2 + 4, middle), (net[0].0 - 2, middle));
         // What it makes: a key and a value to write, a query to read.
-        let kb = grid(&root, (250, 100), c, k.view(), vectors, "kₜ");
-        let vb = grid(&root, (290, 100), c, v.view(), vectors, "vₜ");
-        let qb = grid(&root, (640, 100), c, q.view(), vectors, "qₜ");
-        arrow(&root, (net[1].0 + 2, 156), (kb.0 - 6, 156));
-        let turn = (145, 52);
+        let kb = grid(root, l.k, c, k.view(), vectors, "k_{t}", w);
+        let vb = grid(root, l.v, c, v.view(), vectors, "v_{t}", w);
+        let qb = grid(root, l.q, c, q.view(), vectors, "q_{t}", w);
+        let row = (kb.1 + kb.3) / 2;
+        arrow(root, (net[1].0 + 2, row), (kb.0 - 6, row));
+        let turn = ((net[0].0 + net[1].0) / 2, l.turn);
+        let q_mid = (qb.0 + qb.2) / 2;
         root.draw(&PathElement::new(
-            vec![(turn.0, net[0].1 - 2), turn, ((qb.0 + qb.2) / 2, turn.1)],
+            vec![(turn.0, net[0].1 - 2), turn, (q_mid, turn.1)],
             BLACK.stroke_width(2),
         ))
         .expect(OK);
-        arrow(&root, ((qb.0 + qb.2) / 2, turn.1), ((qb.0 + qb.2) / 2, 70));
+        arrow(root, (q_mid, turn.1), (q_mid, qb.1 - 2 * lead + 4));
         // The write, an outer product.
-        let wb = grid(&root, (380, 100), c, s.write.view(), weights, "vₜ kₜᵀ");
-        arrow(&root, (vb.2 + 6, 156), (wb.0 - 6, 156));
-        words(&root, (vb.2 + 12, 128), "write");
+        let label = "v_{t} k_{t}^{⊤}";
+        let wb = grid(root, l.write, c, s.write.view(), weights, label, w);
+        arrow(root, (vb.2 + 6, row), (wb.0 - 6, row));
+        if l.write_word {
+            words(root, (vb.2 + 12, row - 28), "write", w);
+        }
         // The fast weights: before, plus the write, after.
-        let bb = grid(&root, (200, 310), c, s.before.view(), weights, "Wₜ₋₁");
-        let ab = grid(&root, (420, 310), c, s.after.view(), weights, "Wₜ");
-        arrow(&root, (bb.2 + 6, 366), (ab.0 - 6, 366));
-        words(&root, (bb.2 + 18, 340), "+ vₜ kₜᵀ");
+        let bb =
+            grid(root, l.before, c, s.before.view(), weights, "S_{t−1}", w);
+        let ab = grid(root, l.after, c, s.after.view(), weights, "S_{t}", w);
+        let low = (ab.1 + ab.3) / 2;
+        arrow(root, (bb.2 + 6, low), (ab.0 - 6, low));
+        words(root, (bb.2 + 10, low + 8), "+ v_{t} k_{t}^{⊤}", w);
+        let top_of = |b: (i32, i32, i32, i32)| b.1 - 2 * lead + 4;
         arrow(
-            &root,
+            root,
             ((wb.0 + wb.2) / 2, wb.3 + 6),
-            ((ab.0 + ab.2) / 2, 276),
+            ((ab.0 + ab.2) / 2, top_of(ab)),
         );
         // The fast net, run on the query.
-        let yb =
-            grid(&root, (640, 310), c, y.view(), scale(&[&y]), "yₜ = Wₜ qₜ");
-        arrow(&root, (ab.2 + 6, 366), (yb.0 - 8, 366));
-        words(&root, (ab.2 + 14, 376), "run");
-        arrow(
-            &root,
-            ((qb.0 + qb.2) / 2, qb.3 + 6),
-            ((qb.0 + qb.2) / 2, 276),
-        );
-        root.present().expect(OK);
-    }
-    themeable(&svg)
+        let label = "y_{t} = S_{t} q_{t}";
+        let yb = grid(root, l.y, c, y.view(), scale(&[&y]), label, w);
+        arrow(root, (ab.2 + 6, low), (yb.0 - 8, low));
+        words(root, (ab.2 + 14, low + 8), "run", w);
+        arrow(root, (q_mid, qb.3 + 6), (q_mid, top_of(yb)));
+    })
+}
+
+/// Where the pieces of the diagram go, in SVG units: top-left corners of
+/// the grids, the slow net's box, the height of the line to the query.
+struct Layout {
+    size: (u32, u32),
+    cell: i32,
+    x: (i32, i32),
+    net: [(i32, i32); 2],
+    k: (i32, i32),
+    v: (i32, i32),
+    write: (i32, i32),
+    q: (i32, i32),
+    turn: i32,
+    before: (i32, i32),
+    after: (i32, i32),
+    y: (i32, i32),
+    write_word: bool,
 }

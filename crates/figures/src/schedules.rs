@@ -3,14 +3,14 @@
 //! chunk-size figure of Appendix E, one of the two figures that differ
 //! between builds; it says where, when and on which clock it was measured.
 
-use crate::lines::{Axes, Line, panel_with_notes};
+use crate::lines::{Axes, Line, looks, panel_with_notes};
+use crate::style::Width;
 use listings::m3::schedules::study::FORMS;
 use listings::m3::schedules::study::measured_timing;
-use plotters::prelude::*;
 
 /// Milliseconds per call against N on log-log axes, one line per form,
 /// with its fitted slope in the legend and the machine and date below.
-pub fn schedules_timing() -> String {
+pub fn schedules_timing(w: Width) -> String {
     let study = measured_timing();
     let lines: Vec<Line> = FORMS
         .iter()
@@ -45,12 +45,13 @@ pub fn schedules_timing() -> String {
         y_desc: "milliseconds per call",
     };
     panel_with_notes(
-        (640, 470),
-        420,
+        w.px(640),
+        w.pick(400, 320),
         &axes,
-        &lines,
-        SeriesLabelPosition::UpperLeft,
+        &looks(&lines),
+        w.pick(8, 4),
         &study.provenance(),
+        w,
     )
 }
 
@@ -78,7 +79,7 @@ mod tests {
     fn the_timing_figure_and_its_output_show_one_run() {
         // The legend's slopes are the ones the output prints, and the notes
         // under the plot are the output's provenance lines.
-        let svg = schedules_timing();
+        let svg = schedules_timing(Width::Desktop);
         let output = listings::outputs::find("schedules-timing").unwrap();
         let printed = (output.run)();
         let lines: Vec<&str> = printed.lines().collect();

@@ -2,18 +2,18 @@
 //! schedule strays from an f64 reference as N grows, and the time of the
 //! chunkwise form against its chunk size (measured while the book builds).
 
-use crate::lines::{Axes, Line, panel, panel_with_notes};
-use crate::style::themeable;
+use crate::lines::{
+    Axes, Key, Line, Series, looks, notes, notes_height, panel,
+    panel_with_notes, stack,
+};
+use crate::style::Width;
 use listings::appendix::speed::study::{
     chapter_accuracy, measured_chunk_sizes,
 };
-use plotters::prelude::*;
-
-const OK: &str = "drawing into a string cannot fail";
 
 /// Worst row-relative error of the f32 recurrent and chunkwise forms
 /// against the f64 recurrence, against N, on log-log axes.
-pub fn speed_accuracy_figure() -> String {
+pub fn speed_accuracy_figure(w: Width) -> String {
     let study = chapter_accuracy();
     let curve =
         |f: fn(&listings::appendix::speed::study::AccuracyRow) -> f64| {
@@ -41,19 +41,16 @@ pub fn speed_accuracy_figure() -> String {
         x_desc: "sequence length N",
         y_desc: "worst row-relative error",
     };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 400)).into_drawing_area();
-        panel(&root, &axes, &lines, SeriesLabelPosition::UpperLeft);
-        root.present().expect(OK);
-    }
-    themeable(&svg)
+    let series = looks(&lines);
+    let keys: Vec<Key> = series.iter().map(Series::key).collect();
+    stack(w.px(640), &[(&keys, w.pick(360, 300))], w, |_, area| {
+        panel(area, &axes, &series, w.pick(7, 4), w);
+    })
 }
 
 /// Milliseconds per call of the f32 chunkwise form against C on log-log
 /// axes, with the f32 recurrence as a flat line, and where and when.
-pub fn speed_chunk_size_figure() -> String {
+pub fn speed_chunk_size_figure(w: Width) -> String {
     let study = measured_chunk_sizes();
     let points: Vec<(f64, f64)> = study
         .chunks
@@ -90,12 +87,13 @@ pub fn speed_chunk_size_figure() -> String {
         y_desc: "milliseconds per call",
     };
     panel_with_notes(
-        (640, 450),
-        400,
+        w.px(640),
+        w.pick(360, 300),
         &axes,
-        &lines,
-        SeriesLabelPosition::UpperRight,
+        &looks(&lines),
+        w.pick(10, 5),
         &study.provenance(),
+        w,
     )
 }
 
@@ -103,103 +101,100 @@ pub fn speed_chunk_size_figure() -> String {
 /// attention, at both widths: the whole sequence (prefill) above, one
 /// generated token (decode) below, each crossover marked by a vertical
 /// line; read from the committed bench file, with where and when.
-pub fn speed_crossover_figure() -> String {
+pub fn speed_crossover_figure(w: Width) -> String {
     use listings::appendix::speed::Crossover;
     use listings::appendix::speed::committed::{CrossoverData, Family, Phase};
     let data = CrossoverData::committed();
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (640, 860)).into_drawing_area();
-        let (top, rest) = root.split_vertically(380);
-        let (bottom, below) = rest.split_vertically(400);
-        for (area, phase, x_desc, y_desc, scale, x_name, legend) in [
-            (
-                &top,
-                Phase::Prefill,
-                "sequence length N",
-                "ms per sequence",
-                1e3,
-                "N",
-                SeriesLabelPosition::UpperLeft,
-            ),
-            (
-                &bottom,
-                Phase::Decode,
-                "tokens t in the cache, the new one included",
-                "µs per generated token",
-                1e6,
-                "t",
-                SeriesLabelPosition::UpperLeft,
-            ),
-        ] {
-            let mut lines = Vec::new();
-            let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-            let (mut n_lo, mut n_hi) = (f64::INFINITY, 0.0f64);
-            for (d, styles) in data.widths().into_iter().zip([[3, 5], [0, 2]]) {
-                for (family, style, name) in [
-                    (Family::Softmax, styles[0], "softmax"),
-                    (Family::Linear, styles[1], "linear"),
-                ] {
-                    let points: Vec<(f64, f64)> = data
-                        .best(phase, family, d)
-                        .iter()
-                        .map(|&(n, _, s)| (n as f64, s * scale))
-                        .collect();
-                    for &(n, y) in &points {
-                        (lo, hi) = (lo.min(y), hi.max(y));
-                        (n_lo, n_hi) = (n_lo.min(n), n_hi.max(n));
-                    }
-                    lines.push(Line {
-                        name: format!("{name}, d = {d}"),
-                        style,
-                        points,
-                    });
+    let mut panels = Vec::new();
+    for (phase, x_desc, y_desc, scale, x_name) in [
+        (
+            Phase::Prefill,
+            "sequence length N",
+            "ms per sequence",
+            1e3,
+            "N",
+        ),
+        (
+            Phase::Decode,
+            "tokens t in the cache, the new one included",
+            "µs per generated token",
+            1e6,
+            "t",
+        ),
+    ] {
+        let mut lines = Vec::new();
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        let (mut n_lo, mut n_hi) = (f64::INFINITY, 0.0f64);
+        for (d, styles) in data.widths().into_iter().zip([[3, 5], [0, 2]]) {
+            for (family, style, name) in [
+                (Family::Softmax, styles[0], "softmax"),
+                (Family::Linear, styles[1], "linear"),
+            ] {
+                let points: Vec<(f64, f64)> = data
+                    .best(phase, family, d)
+                    .iter()
+                    .map(|&(n, _, s)| (n as f64, s * scale))
+                    .collect();
+                for &(n, y) in &points {
+                    (lo, hi) = (lo.min(y), hi.max(y));
+                    (n_lo, n_hi) = (n_lo.min(n), n_hi.max(n));
                 }
+                lines.push(Line {
+                    name: format!("{name}, d = {d}"),
+                    style,
+                    points,
+                });
             }
-            let y = (
-                10f64.powf(lo.log10().floor()),
-                10f64.powf(hi.log10().ceil()),
-            );
-            // Each crossover: a short vertical mark through the linear
-            // line where the two families meet.
-            for (d, style) in data.widths().into_iter().zip([4, 1]) {
-                if let Crossover::At(n) = data.crossover(phase, d) {
-                    let linear = data.best(phase, Family::Linear, d);
-                    let at = linear.iter().find(|b| b.0 as f64 >= n);
-                    let y_at = at.map_or(y.0, |b| b.2 * scale);
-                    lines.push(Line {
-                        name: format!(
-                            "linear faster from {x_name} ≈ {n:.0}, d = {d}"
-                        ),
-                        style,
-                        points: vec![(n, y_at / 6.0), (n, y_at * 6.0)],
-                    });
-                }
+        }
+        let y = (
+            10f64.powf(lo.log10().floor()),
+            10f64.powf(hi.log10().ceil()),
+        );
+        // Each crossover: a short vertical mark through the linear line
+        // where the two families meet.
+        for (d, style) in data.widths().into_iter().zip([4, 1]) {
+            if let Crossover::At(n) = data.crossover(phase, d) {
+                let linear = data.best(phase, Family::Linear, d);
+                let at = linear.iter().find(|b| b.0 as f64 >= n);
+                let y_at = at.map_or(y.0, |b| b.2 * scale);
+                lines.push(Line {
+                    name: format!(
+                        "linear faster from {x_name} ≈ {n:.0}, d = {d}"
+                    ),
+                    style,
+                    points: vec![(n, y_at / 6.0), (n, y_at * 6.0)],
+                });
             }
-            let axes = Axes {
-                x: (n_lo / 1.4, n_hi * 1.4),
-                x_log: Some(2),
-                y,
-                y_log: 10,
-                x_desc,
-                y_desc,
-            };
-            panel(area, &axes, &lines, legend);
         }
-        let style = ("sans-serif", 13).into_font().color(&BLACK);
-        let notes = [
-            format!("measured {} on {}", data.date, data.machine),
-            format!(
-                "one thread, f32, fastest form of each family; `{}`",
-                data.command
-            ),
-        ];
-        for (i, line) in notes.iter().enumerate() {
-            let at = (16, 16 + 18 * i as i32);
-            below.draw(&Text::new(line.as_str(), at, &style)).expect(OK);
-        }
-        root.present().expect(OK);
+        let series = looks(&lines);
+        let keys: Vec<Key> = series.iter().map(Series::key).collect();
+        let axes = (n_lo / 1.4, n_hi * 1.4, y, x_desc, y_desc);
+        panels.push((keys, series, axes));
     }
-    themeable(&svg)
+    let notes_text = format!(
+        "measured {} on {}\none thread, f32, fastest form of each family; \
+         `{}`",
+        data.date, data.machine, data.command
+    );
+    let width = w.px(640);
+    let plot = w.pick(330, 280);
+    let mut layout: Vec<(&[Key], u32)> =
+        panels.iter().map(|(k, _, _)| (&k[..], plot)).collect();
+    layout.push((&[], notes_height(&notes_text, width, w)));
+    stack(width, &layout, w, |i, area| {
+        let Some((_, series, (x0, x1, y, x_desc, y_desc))) = panels.get(i)
+        else {
+            notes(area, &notes_text, w);
+            return;
+        };
+        let axes = Axes {
+            x: (*x0, *x1),
+            x_log: Some(2),
+            y: *y,
+            y_log: 10,
+            x_desc,
+            y_desc,
+        };
+        panel(area, &axes, series, w.pick(9, 5), w);
+    })
 }

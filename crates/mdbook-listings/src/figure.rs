@@ -148,7 +148,9 @@ fn push(value: &mut String, words: &str) {
 }
 
 /// The `<figure>` of figure `name`: the SVG as an image labelled by a
-/// `<title>` holding the text alternative, then the numbered caption.
+/// `<title>` holding the text alternative, then the numbered caption. A
+/// figure drawn twice (for the desktop and for a phone; the page's CSS
+/// shows one) gives each drawing the same label: the title of the first.
 pub(crate) fn expand(
     out: &mut String,
     block: &Block<'_>,
@@ -157,10 +159,9 @@ pub(crate) fn expand(
 ) {
     let id = Kind::Figure.id(block.name);
     let svg = svg.trim().replace("\n\n", "\n");
-    let svg = svg.replacen(
+    let svg = svg.replace(
         "<svg ",
         &format!("<svg role=\"img\" aria-labelledby=\"{id}-title\" "),
-        1,
     );
     let svg = match svg.find('>') {
         Some(end) => format!(
@@ -276,6 +277,27 @@ mod tests {
              </title>\n<rect/>\n</svg>\n<figcaption><a class=\"caption-label\" \
              href=\"#figure-heat\">Figure 1.1</a>: Weights &lt;by&gt; row\
              </figcaption>\n</figure>\n\n"
+        );
+    }
+
+    #[test]
+    fn both_drawings_of_a_figure_are_labelled_by_its_one_title() {
+        let block = Block {
+            name: "heat",
+            caption: "C".into(),
+            alt: "A grid".into(),
+            lines: 4,
+            errors: Vec::new(),
+        };
+        let mut out = String::new();
+        let two = "<svg class=\"figure-desktop\"><rect/></svg>\n\
+                   <svg class=\"figure-phone\"><rect/></svg>";
+        expand(&mut out, &block, "Figure 1.1", two);
+        let label = "<svg role=\"img\" aria-labelledby=\"figure-heat-title\" ";
+        assert_eq!(out.matches(label).count(), 2, "{out}");
+        assert_eq!(out.matches("<title").count(), 1, "{out}");
+        assert!(
+            out.contains("figure-desktop\"><title id=\"figure-heat-title\">")
         );
     }
 

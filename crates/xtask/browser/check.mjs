@@ -35,6 +35,9 @@ const PHONE = 420;
 // crates/figures/src/style.rs draws it).
 const MIN_FIGURE_TEXT_PX = 12;
 const SUPERSCRIPT = 0.8;
+// The same on a phone, at PHONE px wide: the figures' phone drawings
+// (crates/figures draws each figure for the desktop and for a phone).
+const MIN_PHONE_FIGURE_TEXT_PX = 11;
 // mdBook's menu bar sticks to the top of the window and would cover the
 // top of a tall figure in its picture.
 const HIDE_MENU_BAR = '#mdbook-menu-bar, #mdbook-menu-bar-hover-placeholder { visibility: hidden !important; }';
@@ -294,28 +297,6 @@ function inspect({ minText, superscript, width }) {
         problems.push(`figure ${id}: the SVG has no text alternative (role="img" with a <title> or aria-label)`);
       }
     }
-    // Text size as displayed: the font size in the SVG's own units times
-    // the scale at which the page shows its viewBox.
-    const view = svg?.viewBox?.baseVal;
-    const shown = svg?.getBoundingClientRect().width;
-    if (svg && view && view.width > 0 && shown > 0) {
-      const scale = shown / view.width;
-      const small = [];
-      for (const t of svg.querySelectorAll('text')) {
-        const words = t.textContent.trim();
-        if (!words) continue;
-        const raised = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]/u.test(words);
-        const px = parseFloat(getComputedStyle(t).fontSize) * scale * (raised ? superscript : 1);
-        if (px < minText - 1e-6) small.push({ words, px, raised });
-      }
-      if (small.length > 0) {
-        small.sort((a, b) => a.px - b.px);
-        const s = small[0];
-        problems.push(`figure ${id}: ${small.length} text(s) smaller than ${minText} px at ${width} px wide, `
-          + `smallest "${clip(s.words)}" at ${s.px.toFixed(1)} px${s.raised ? ' (its exponent)' : ''} `
-          + `(figure drawn ${Math.round(view.width)} px wide, shown ${Math.round(shown)} px)`);
-      }
-    }
     const caption = fig.querySelector('figcaption');
     if (!caption || !caption.textContent.trim()) {
       problems.push(`figure ${id}: no caption`);
@@ -430,6 +411,95 @@ function layout(width) {
   return [...new Set(problems)];
 }
 
+// ------------------------------------------------------------ figure text
+
+// Figure text as a reader sees it at the current width, inside the page.
+// Each figure holds a desktop and a phone drawing (crates/figures), and the
+// page must show exactly one. Every text and tspan of the shown drawing is
+// measured as displayed: its font size times the scale at which the page
+// shows the SVG's viewBox, a Unicode superscript ("10⁻³") at `superscript`
+// of its text's size (sub- and superscripts drawn as tspans are measured as
+// themselves). Every text must reach `minText`, and the entries of a legend
+// (text.legend) must share one size. Returns the problems and, per figure,
+// the smallest size and the legend's sizes.
+function figureText({ minText, superscript, width }) {
+  const problems = [];
+  const sizes = [];
+  const main = document.querySelector('main');
+  const clip = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 70);
+  const round = (px) => Math.round(px * 10) / 10;
+  for (const fig of main ? main.querySelectorAll('figure') : []) {
+    const id = fig.id || '(no id)';
+    const shown = [...fig.querySelectorAll(':scope > svg')].filter((svg) => {
+      const style = getComputedStyle(svg);
+      return style.display !== 'none' && style.visibility !== 'hidden'
+        && svg.getBoundingClientRect().width > 0;
+    });
+    if (shown.length !== 1) {
+      problems.push(`figure ${id}: ${shown.length} drawings shown at ${width} px wide (one expected, `
+        + 'the desktop or the phone drawing)');
+    }
+    const svg = shown[0];
+    const view = svg?.viewBox?.baseVal;
+    const box = svg?.getBoundingClientRect().width;
+    if (!svg || !view || !(view.width > 0) || !(box > 0)) continue;
+    const scale = box / view.width;
+    const small = [];
+    const legend = new Set();
+    let smallest = Infinity;
+    for (const t of svg.querySelectorAll('text, tspan')) {
+      const words = [...t.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE)
+        .map((n) => n.nodeValue).join('').trim();
+      if (!words) continue;
+      const raised = /[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]/u.test(words);
+      const px = parseFloat(getComputedStyle(t).fontSize) * scale * (raised ? superscript : 1);
+      smallest = Math.min(smallest, px);
+      if (px < minText - 1e-6) small.push({ words, px, raised });
+      if (t.matches('text.legend')) legend.add(round(parseFloat(getComputedStyle(t).fontSize) * scale));
+    }
+    if (small.length > 0) {
+      small.sort((a, b) => a.px - b.px);
+      const s = small[0];
+      problems.push(`figure ${id}: ${small.length} text(s) smaller than ${minText} px at ${width} px wide, `
+        + `smallest "${clip(s.words)}" at ${s.px.toFixed(1)} px${s.raised ? ' (its exponent)' : ''} `
+        + `(figure drawn ${Math.round(view.width)} px wide, shown ${Math.round(box)} px)`);
+    }
+    if (legend.size > 1) {
+      problems.push(`figure ${id}: legend entries in ${legend.size} sizes at ${width} px wide `
+        + `(${[...legend].sort((a, b) => a - b).join(', ')} px); a legend reads in one size`);
+    }
+    sizes.push({ id, drawn: Math.round(view.width), smallest: round(smallest), legend: [...legend] });
+  }
+  return { problems, sizes };
+}
+
+// What is wrong with a search result's excerpt, if it shows math more
+// than once or as TeX source (the search index keeps one readable form of
+// each formula, crates/xtask/src/search.rs): a TeX command (one a formula
+// would use; code's "\n" is not one); a zero-width space, which only
+// KaTeX's visible HTML holds (its layout struts); one Greek letter or
+// symbol twice in a row ("β β"); or a run of four to six words repeated at
+// once with a single letter, Greek letter or symbol among them (a formula
+// and its copy). Shorter runs repeat in honest math ("k t k t ⊤").
+function excerptProblem(text) {
+  const tex = /\\(?:mathbf|mathcal|mathbb|boldsymbol|operatorname|frac|sqrt|sum|prod|top|cdot|times|left|right|text|bar|hat|tilde|alpha|beta|gamma|delta|phi|varphi|sigma|ell|quad|qquad|leq?|geq?)(?![a-zA-Z])/.exec(text);
+  if (tex) return `TeX source "${tex[0]}"`;
+  if (text.includes('\u200b')) return "KaTeX's visible HTML (a zero-width space)";
+  // Words without the punctuation that follows them.
+  const words = text.split(/\s+/).map((w) => w.replace(/[.,;:!?)]+$/u, '')).filter(Boolean);
+  const symbol = (w) => /[\u0370-\u03FF\u2200-\u22FF\u00D7]/u.test(w);
+  const mathy = (w) => /^[A-Za-z]$/.test(w) || symbol(w);
+  for (const k of [1, 4, 5, 6]) {
+    for (let i = 0; i + 2 * k <= words.length; i += 1) {
+      const a = words.slice(i, i + k);
+      const b = words.slice(i + k, i + 2 * k);
+      const math = k === 1 ? symbol(a[0]) : a.some(mathy);
+      if (a.join(' ') === b.join(' ') && math) return `"${a.join(' ')}" twice in a row`;
+    }
+  }
+  return null;
+}
+
 // Colour contrast of figure text and captions against the page, in the
 // current theme; runs inside the page.
 function readability(minContrast) {
@@ -508,6 +578,66 @@ function normalise(text) {
   return ` ${text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim()} `;
 }
 
+// Figure text measured at each width, by page and figure id: the smallest
+// text and the legend's size(s) in px, for the summary.
+const figureSizes = new Map();
+
+// Measure the figure text of the page open in `page` at `width` (see
+// figureText) and report what falls short.
+async function measureFigures(page, rel, minText, width) {
+  const { problems: found, sizes } = await page.evaluate(figureText, { minText, superscript: SUPERSCRIPT, width });
+  for (const p of found) problem(rel, p);
+  for (const s of sizes) {
+    const key = `${rel}#${s.id}`;
+    if (!figureSizes.has(key)) figureSizes.set(key, {});
+    figureSizes.get(key)[width] = s;
+  }
+}
+
+// Photograph each figure as a phone shows it (light theme).
+async function shootPhoneFigures(page, rel, ids, dir) {
+  for (const id of ids) {
+    const box = await page.evaluate((i) => {
+      const r = document.getElementById(i)?.getBoundingClientRect();
+      return r ? { x: r.x + window.scrollX, y: r.y + window.scrollY, width: r.width, height: r.height } : null;
+    }, id);
+    if (!box || box.width < 1 || box.height < 1) continue;
+    const name = `${rel.replace(/\.html$/, '').replace(/\//g, '_')}--${id}-phone.png`;
+    await page.screenshot({ path: path.join(dir, name), fullPage: true, clip: box, style: HIDE_MENU_BAR });
+  }
+}
+
+// The excerpts of the search results shown now must read as text: each
+// formula once, no TeX (see excerptProblem).
+async function checkExcerpts(page, where) {
+  const teasers = await page.evaluate(() => [...document.querySelectorAll('#mdbook-searchresults .teaser')]
+    .map((t) => t.textContent));
+  for (const text of teasers) {
+    const why = excerptProblem(text);
+    if (why) {
+      problem(where, `a result's excerpt repeats its math or shows TeX (${why}): "${text.replace(/\s+/g, ' ').trim().slice(0, 90)}"`);
+      return;
+    }
+  }
+}
+
+// One line per figure: its smallest text and its legend's size, at the
+// desktop and the phone width, and the smallest over all figures.
+function printFigureSizes() {
+  const fmt = (s) => (s ? `${s.smallest} px${s.legend.length ? `, legend ${s.legend.join('/')} px` : ''}` : 'not measured');
+  let least = { [DESKTOP]: Infinity, [PHONE]: Infinity };
+  const lines = [];
+  for (const [key, at] of [...figureSizes].sort()) {
+    if (key.startsWith('print.html')) continue;
+    for (const w of [DESKTOP, PHONE]) if (at[w]) least[w] = Math.min(least[w], at[w].smallest);
+    lines.push(`  ${key}: ${DESKTOP} px: ${fmt(at[DESKTOP])}; ${PHONE} px: ${fmt(at[PHONE])}`);
+  }
+  if (lines.length === 0) return;
+  console.log(`figure text (smallest text as shown, and the legend's size), `
+    + `least ${least[DESKTOP]} px at ${DESKTOP} px wide and ${least[PHONE]} px at ${PHONE} px wide:`);
+  for (const l of lines) console.log(l);
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -572,11 +702,14 @@ async function run(browser, origin) {
     const errors = await open(tab, origin, rel);
     const found = await page.evaluate(inspect, { minText: MIN_FIGURE_TEXT_PX, superscript: SUPERSCRIPT, width: DESKTOP });
     for (const p of await page.evaluate(layout, DESKTOP)) problem(rel, p);
+    await measureFigures(page, rel, MIN_FIGURE_TEXT_PX, DESKTOP);
     if (tab.phone) {
       // The same page on a phone: its own tab, laid out from the start
       // at that width (mdBook hides its sidebar when it loads narrow).
       const phoneErrors = await open(tab.phone, origin, rel);
       for (const p of await tab.phone.page.evaluate(layout, PHONE)) problem(rel, p);
+      await measureFigures(tab.phone.page, rel, MIN_PHONE_FIGURE_TEXT_PX, PHONE);
+      if (chapters.includes(rel)) await shootPhoneFigures(tab.phone.page, rel, found.figures, figureDir);
       for (const e of phoneErrors) problem(rel, `at ${PHONE} px: ${e}`);
     }
     seen.set(rel, found);
@@ -613,7 +746,9 @@ async function run(browser, origin) {
     if (rel === 'print.html') {
       // The figures must survive print styles too.
       await page.emulateMedia({ media: 'print' });
-      const sizes = await page.evaluate(() => [...document.querySelectorAll('main figure svg')]
+      // Each figure's shown drawing (the other is display: none).
+      const sizes = await page.evaluate(() => [...document.querySelectorAll('main figure')]
+        .map((f) => [...f.querySelectorAll(':scope > svg')].find((s) => getComputedStyle(s).display !== 'none') || f)
         .map((s) => [s.closest('figure').id, s.getBoundingClientRect().width, s.getBoundingClientRect().height]));
       for (const [id, w, h] of sizes) {
         if (w < 50 || h < 50) problem(rel, `figure ${id} is not drawn in print (${Math.round(w)}×${Math.round(h)} px)`);
@@ -718,6 +853,7 @@ async function run(browser, origin) {
         + 'the other searches were skipped');
       break;
     }
+    await checkExcerpts(page, where);
     const hits = await page.evaluate(() => [...document.querySelectorAll('#mdbook-searchresults li a')]
       .map((a) => new URL(a.getAttribute('href'), document.baseURI).pathname.replace(/^\//, '')));
     if (q.page) {
@@ -736,6 +872,7 @@ async function run(browser, origin) {
   for (const e of errors) problem('search', e);
   for (const c of contexts) await c.close();
 
+  printFigureSizes();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
     `browser check: ${pages.length} pages, ${chapters.length} chapters, themes ${THEMES.join(' ')}, `

@@ -13,9 +13,36 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Which of the build's checks of the prose fail it rather than only
+/// report (see [`prose::ENFORCE`](crate::prose::ENFORCE) and
+/// [`notation::ENFORCE`](crate::notation::ENFORCE)).
+#[derive(Debug, Clone, Copy)]
+pub struct Enforce {
+    pub prose: bool,
+    pub notation: bool,
+}
+
+impl Enforce {
+    /// What the book's build enforces today.
+    pub const BOOK: Enforce = Enforce {
+        prose: crate::prose::ENFORCE,
+        notation: crate::notation::ENFORCE,
+    };
+    /// Every check enforced (the checks' own tests).
+    pub const ALL: Enforce = Enforce {
+        prose: true,
+        notation: true,
+    };
+}
+
 /// Build the book rooted at `root` into `root/book` and check every page.
 /// Returns the number of pages checked.
 pub fn build(root: &Path) -> Result<usize, Failure> {
+    build_with(root, Enforce::BOOK)
+}
+
+/// [`build`], with the prose checks enforced as `enforce` says.
+pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
     let controls = control_characters(root)?;
     if !controls.is_empty() {
         return Err(Failure(format!(
@@ -43,6 +70,8 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
             lists.join("\n")
         )));
     }
+    crate::prose::check(root, enforce.prose)?;
+    crate::notation::check(root, enforce.notation)?;
     step(&format!("mdbook build {}", root.display()));
     let out = Command::new("mdbook")
         .arg("build")
@@ -91,6 +120,7 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
             mangled.join("\n")
         )));
     }
+    crate::search::readable(root)?;
     check_built(root)
 }
 

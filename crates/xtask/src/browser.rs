@@ -12,9 +12,13 @@
 //! an element hiding part of its content, or one whose box or content
 //! reaches past the column or the window with no scrolling box around it
 //! (display math is named by its TeX). Every figure's text is measured as
-//! displayed (font size × the scale at which the page shows the SVG) and
-//! fails under 12 px, exponents counted at 0.8 of their text (the same
-//! rule `figures::style` draws by). It switches every chapter with figures or captions
+//! displayed (font size × the scale at which the page shows the SVG) in the
+//! one drawing the page shows (each figure is drawn for the desktop and for
+//! a phone) and fails under 12 px at 1280 px wide or under 11 px at 420 px,
+//! exponents counted at 0.8 of their text (the same rule `figures::style`
+//! draws by), or when a legend's entries differ in size; the sizes are
+//! printed per figure. Search results' excerpts must not repeat a formula
+//! or show its TeX. It switches every chapter with figures or captions
 //! through all five mdBook themes with the theme menu and fails when figure
 //! text, captions or links fall below 4.5:1 contrast; checks that the print
 //! page holds every chapter with its math and figures (and that figures

@@ -155,7 +155,10 @@ pub fn decode(text: &str) -> String {
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
-        let Some(semi) = rest[..rest.len().min(12)].find(';') else {
+        // A reference is short: look for its `;` in the next 12 bytes
+        // (whole characters: the text may be anything but ASCII).
+        let near = rest.char_indices().take_while(|(i, _)| *i < 12);
+        let Some((semi, _)) = near.into_iter().find(|(_, c)| *c == ';') else {
             out.push('&');
             rest = &rest[1..];
             continue;
@@ -258,6 +261,8 @@ mod tests {
     #[test]
     fn entities_and_percent_escapes_decode() {
         assert_eq!(decode("&#x3B1; &#946; &amp;amp; & x"), "α β &amp; & x");
+        // A `&` before text that is not ASCII, no `;` near.
+        assert_eq!(decode("&lt;s≤i} α_s & ααααααα;"), "<s≤i} α_s & ααααααα;");
         assert_eq!(percent_decode("a%20b%C3%A9%zz"), "a bé%zz");
     }
 

@@ -11,7 +11,10 @@ pub mod claims;
 pub mod html;
 pub mod links;
 pub mod markdown;
+pub mod notation;
 pub mod page;
+pub mod prose;
+pub mod search;
 pub mod setup;
 
 use std::path::{Path, PathBuf};

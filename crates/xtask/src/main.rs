@@ -14,6 +14,8 @@
 //! cargo xtask recall  retrain the recall comparison of "After the paper"
 //!                     (release, all cores; under 15 minutes on two cores)
 //!                     and rewrite listings/data/recall.tsv
+//! cargo xtask prose   the words per chapter, the longest sentences and the
+//!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; table + JSON in target/bench/,
 //!                     the table also over listings/data/bench.tsv
@@ -26,7 +28,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | bench>
+                    recall | prose | bench>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -48,6 +50,10 @@ const USAGE: &str =
           update rule and softmax at every number of pairs (release mode,
           every core, under 15 minutes on two cores) and rewrite
           listings/data/recall.tsv, which the chapter's figure reads
+  prose   print the prose words per chapter, the longest sentences and
+          the symbols of display math that Appendix A lacks, and fail on
+          a breach of the limits (no build; the build only reports them
+          until prose::ENFORCE and notation::ENFORCE are on)
   bench   time every schedule of the book at f32 on one thread (release
           mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer
@@ -74,6 +80,7 @@ fn main() -> ExitCode {
             &[],
         ),
         "bench" => bench(),
+        "prose" => prose(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -87,6 +94,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The prose and notation checks alone, enforced, without building.
+fn prose() -> Result<(), Failure> {
+    let root = root();
+    let prose = xtask::prose::check(&root, true);
+    xtask::notation::check(&root, true)?;
+    prose
 }
 
 fn build() -> Result<(), Failure> {

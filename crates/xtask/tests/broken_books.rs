@@ -8,7 +8,7 @@ mod common;
 
 use common::{FIGURE, GOOD, fails_with, fixture};
 use std::fs;
-use xtask::book;
+use xtask::book::{self, Enforce};
 
 #[test]
 #[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
@@ -272,5 +272,170 @@ fn a_stray_backslash_before_a_directive_fails_the_build() {
         &fixture("stray-backslash-block", "", &block),
         "a backslash before `{{#` that mdBook will not remove, so the reader \
          sees it: `\\{{#figure heat`",
+    );
+}
+
+/// Build `dir` with `enforce`; it must fail with `expected` in the reason.
+fn fails_enforcing(dir: &std::path::Path, enforce: Enforce, expected: &str) {
+    match book::build_with(dir, enforce) {
+        Ok(_) => panic!("{} built, but should have failed", dir.display()),
+        Err(xtask::Failure(why)) => assert!(
+            why.contains(expected),
+            "{} failed, but not with `{expected}`:\n{why}",
+            dir.display()
+        ),
+    }
+}
+
+/// The prose checks enforced, the notation check not.
+const PROSE: Enforce = Enforce {
+    prose: true,
+    notation: false,
+};
+
+/// [`GOOD`] with a teaching chapter, `src/m3/taught.md`, holding `text`.
+fn teaching_fixture(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = fixture(name, "- [Taught](m3/taught.md)\n", GOOD);
+    fs::create_dir_all(dir.join("src/m3")).unwrap();
+    fs::write(dir.join("src/m3/taught.md"), text).unwrap();
+    dir
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_planted_long_sentence_in_a_teaching_chapter_fails_the_build() {
+    // 4 + 2 × 20 + 5 = 49 words: "e.g." and "et al." do not end it.
+    let long = format!(
+        "This sentence runs on,{} e.g. here, et al. too.",
+        " and on".repeat(20)
+    );
+    let text = format!("# Taught\n\nA short sentence first. {long}\n");
+    fails_enforcing(
+        &teaching_fixture("prose-long-sentence", &text),
+        PROSE,
+        "src/m3/taught.md:3: a sentence of 49 words (more than 45): \"This \
+         sentence runs on, and on",
+    );
+    // Report only, the same chapter builds; split in two, it passes.
+    let dir = teaching_fixture("prose-long-reported", &text);
+    book::build_with(
+        &dir,
+        Enforce {
+            prose: false,
+            notation: false,
+        },
+    )
+    .expect("a report-only check prints the breach and builds");
+    let split = text.replace(" e.g. here", ". Then here");
+    book::build_with(&teaching_fixture("prose-split", &split), PROSE)
+        .expect("two sentences within the limit build");
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_teaching_chapter_over_its_words_fails_the_build() {
+    // Words in code, math, tables and figures do not count.
+    let filler = "Eight words of prose in every sentence here. "
+        .repeat(xtask::prose::MAX_WORDS / 8);
+    let extra = format!(
+        "\n\n```text\n{0}\n```\n\n$$\nx\n$$\n\n| {0} |\n|---|\n",
+        "code ".repeat(50)
+    );
+    // 1 + 8 × 312 + 3 = 2500 words.
+    let within = format!("# Taught\n\n{filler}Three more words.{extra}");
+    book::build_with(&teaching_fixture("prose-words-ok", &within), PROSE)
+        .expect("a chapter of exactly the limit builds");
+    let over = format!("# Taught\n\n{filler}Four more words here.{extra}");
+    fails_enforcing(
+        &teaching_fixture("prose-words-over", &over),
+        PROSE,
+        "src/m3/taught.md: 2501 words of prose (more than 2500)",
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn a_symbol_of_display_math_the_registry_lacks_fails_the_build() {
+    let chapter = GOOD.replace(
+        "\\frac{1}{2}",
+        "\\mathbf{S}_t = \\mathbf{S}_{t-1} + \\beta_t W_t",
+    );
+    let registry = "# Notation\n\n| $\\mathbf{S}_t$ | memory |\n|---|---|\n\
+                    | $\\beta_t$ | write strength |\n";
+    let book = |name: &str, registry: &str| {
+        let dir =
+            fixture(name, "- [Notation](appendix/notation.md)\n", &chapter);
+        fs::create_dir_all(dir.join("src/appendix")).unwrap();
+        fs::write(dir.join("src/appendix/notation.md"), registry).unwrap();
+        dir
+    };
+    let notation = Enforce {
+        prose: false,
+        notation: true,
+    };
+    fails_enforcing(
+        &book("notation-missing", registry),
+        notation,
+        "1 symbol(s) of display math have no entry in \
+         src/appendix/notation.md (add each to the registry, or use a \
+         symbol it defines):\nW  first in src/chapter.md:6",
+    );
+    let complete = format!("{registry}| $W$ | slow weights |\n");
+    book::build_with(&book("notation-complete", &complete), notation)
+        .expect("a registry with every symbol builds");
+}
+
+/// The stored body of the first document of the search index of the book
+/// built in `dir`.
+fn first_search_body(dir: &std::path::Path) -> String {
+    let book = dir.join("book");
+    let file = fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("searchindex") && name.ends_with(".js")
+        })
+        .expect("mdBook wrote a search index");
+    let js = fs::read_to_string(file).unwrap();
+    let json = xtask::search::json_of_js(&js).expect("mdBook's format");
+    let all: serde_json::Value = serde_json::from_str(&json).unwrap();
+    all["index"]["documentStore"]["docs"]["0"]["body"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs mdbook and mdbook-katex; run by cargo xtask test"]
+fn the_search_index_holds_each_formula_once_and_figures_by_their_alt() {
+    let dir = fixture("search-readable", "", GOOD);
+    // mdBook alone indexes the MathML, the TeX and the visible HTML of
+    // each formula, and every tick label of the figure.
+    xtask::run("mdbook", &["build", &dir.display().to_string()], &dir).unwrap();
+    let raw = first_search_body(&dir);
+    assert!(raw.contains("x 2 x^2 x 2"), "{raw}");
+    assert!(raw.contains("\\frac{1}{2}"), "{raw}");
+    // The build rewrites the index: each formula once, as its MathML
+    // reads, and the figure by its text alternative.
+    book::build(&dir).expect("the good fixture builds");
+    let body = first_search_body(&dir);
+    assert!(body.starts_with("Inline x 2 and display: 1 2 "), "{body}");
+    assert!(!body.contains('\\') && !body.contains('^'), "{body}");
+    assert!(
+        body.contains("A lower triangle of coloured squares."),
+        "{body}"
+    );
+    let ticks: Vec<&str> = raw
+        .split_whitespace()
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    assert!(ticks.len() > 10, "the figure's tick labels: {ticks:?}");
+    assert!(
+        body.split_whitespace()
+            .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+            .count()
+            < 6,
+        "{body}"
     );
 }

@@ -353,3 +353,75 @@ fn cut_content_and_small_figure_text_fail_the_browser_check() {
         ],
     );
 }
+
+#[test]
+#[ignore = "needs mdbook, node and chromium; run by cargo xtask test"]
+fn figure_text_at_either_width_legends_in_two_sizes_and_repeated_math_fail() {
+    const FIGURE: &str = "figure figure-causal-attention-heatmap";
+    fails(
+        "browser-figure-text",
+        &["fast weight"],
+        |d| {
+            edit_page(d, "chapter.html", |html| {
+                // The phone drawing's text shrunk to 5 units; on the
+                // desktop drawing, two texts made legend entries of two
+                // sizes.
+                let phone = html.find("figure-phone").expect("a phone drawing");
+                let (desktop, phone) = html.split_at(phone);
+                let desktop = desktop
+                    .replacen("<text ", "<text class=\"legend\" ", 1)
+                    .replacen(
+                        "<text x=",
+                        "<text class=\"legend\" style=\"font-size:30px\" x=",
+                        1,
+                    );
+                format!(
+                    "{desktop}{}",
+                    phone
+                        .replace("font-size=\"", "font-size=\"5\" data-was=\"")
+                )
+            });
+            // In the second chapter, both drawings shown at once.
+            tamper(d, "second.html", "book-figure figure-phone", "book-figure");
+            // The search index holding a formula twice.
+            for entry in fs::read_dir(d.join("book")).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy();
+                if name.starts_with("searchindex") {
+                    let js = fs::read_to_string(&path).unwrap();
+                    let said = "A fast weight memory;";
+                    assert!(js.contains(said), "{js}");
+                    let twice = js.replace(said, "A fast weight memory β β;");
+                    fs::write(&path, twice).unwrap();
+                }
+            }
+        },
+        &[
+            (
+                "figure text below 11 px on a phone",
+                &format!(
+                    "chapter.html: {FIGURE}: 32 text(s) smaller than 11 px at \
+                     420 px wide"
+                ),
+            ),
+            (
+                "a legend in two sizes",
+                &format!(
+                    "chapter.html: {FIGURE}: legend entries in 2 sizes at 1280 \
+                     px wide"
+                ),
+            ),
+            (
+                "both drawings of a figure shown",
+                &format!(
+                    "second.html: {FIGURE}: 2 drawings shown at 1280 px wide"
+                ),
+            ),
+            (
+                "an excerpt that repeats its math",
+                "search \"fast weight\": a result's excerpt repeats its math \
+                 or shows TeX (\"β\" twice in a row)",
+            ),
+        ],
+    );
+}
