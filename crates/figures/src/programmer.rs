@@ -124,8 +124,8 @@ pub fn fast_weight_programmer() -> String {
         arrow(&root, (vb.2 + 6, 156), (wb.0 - 6, 156));
         words(&root, (vb.2 + 12, 128), "write");
         // The fast weights: before, plus the write, after.
-        let bb = grid(&root, (200, 310), c, s.before.view(), weights, "Wₜ₋₁");
-        let ab = grid(&root, (420, 310), c, s.after.view(), weights, "Wₜ");
+        let bb = grid(&root, (200, 310), c, s.before.view(), weights, "Sₜ₋₁");
+        let ab = grid(&root, (420, 310), c, s.after.view(), weights, "Sₜ");
         arrow(&root, (bb.2 + 6, 366), (ab.0 - 6, 366));
         words(&root, (bb.2 + 18, 340), "+ vₜ kₜᵀ");
         arrow(
@@ -135,7 +135,7 @@ pub fn fast_weight_programmer() -> String {
         );
         // The fast net, run on the query.
         let yb =
-            grid(&root, (640, 310), c, y.view(), scale(&[&y]), "yₜ = Wₜ qₜ");
+            grid(&root, (640, 310), c, y.view(), scale(&[&y]), "yₜ = Sₜ qₜ");
         arrow(&root, (ab.2 + 6, 366), (yb.0 - 8, 366));
         words(&root, (ab.2 + 14, 376), "run");
         arrow(
