@@ -592,7 +592,7 @@ pub const LN_EPS: f64 = 1e-5;
 // ANCHOR: fwm_write
 /// One write of the fast weight memory, S: (n, p), key features f: (p),
 /// one-hot value v, strength β: the delta-rule write on raw features,
-/// S̃ = S + β (v − S f) fᵀ, then S = S̃ / ρ with ρ = max(1, ‖S̃‖_F), except
+/// S′ = S + β (v − S f) fᵀ, then S = S′ / ρ with ρ = max(1, ‖S′‖_F), except
 /// on a sequence's first write, which the paper's code leaves unscaled.
 /// Returns ρ.
 pub fn fwm_write(
@@ -606,7 +606,7 @@ pub fn fwm_write(
     u[v] += 1.0; // ... plus v
     u *= beta;
     let outer = u.insert_axis(Axis(1)).dot(&f.view().insert_axis(Axis(0)));
-    *s += &outer; // S̃
+    *s += &outer; // S′
     let rho = if first {
         1.0
     } else {
@@ -630,7 +630,7 @@ pub fn layer_norm(x: &Array1<f64>) -> (Array1<f64>, f64) {
 // ANCHOR: fwm_read
 /// The baseline's read at the query and its backward pass. Forward: every
 /// S_t kept, and ρ_t; ŷ = layer_norm(S_N f_q). Backward, from
-/// D = dL/dS_t: through the scaling, dL/dS̃_t = (D − ⟨D, S_t⟩ S_t) / ρ_t
+/// D = dL/dS_t: through the scaling, dL/dS′_t = (D − ⟨D, S_t⟩ S_t) / ρ_t
 /// when ρ_t > 1; then as the delta rule, with raw features f_t for k̄_t.
 #[allow(clippy::too_many_arguments)]
 pub fn fwm_read<'a>(
@@ -671,7 +671,7 @@ pub fn fwm_read<'a>(
             if scales[t] > 1.0 {
                 let s_t = &history[t + 1];
                 let along = (&d * s_t).sum(); // ⟨D, S_t⟩
-                d = (&d - &(s_t * along)) / scales[t]; // now dL/dS̃_t
+                d = (&d - &(s_t * along)) / scales[t]; // now dL/dS′_t
             }
             let s_prev = &history[t];
             let f = &fk[t];
