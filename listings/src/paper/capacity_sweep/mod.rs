@@ -4,7 +4,7 @@
 //!
 //! Keys are drawn in ℝ^d (d = [`D`]), mapped by φ to ℝ^p and scaled to unit
 //! length; values are random unit vectors in ℝ^m (m = [`M`]). Shapes:
-//! keys: (n, d), mapped keys: (n, p), values: (n, m), memory W: (m, p).
+//! keys: (n, d), mapped keys: (n, p), values: (n, m), memory S: (m, p).
 
 use crate::input::{InputError, check_qkv, finite, nonzero_rows};
 use crate::linalg::relative_errors;
@@ -29,7 +29,7 @@ pub const PASSES: usize = 20;
 // ANCHOR: delta_rule_recall
 /// Write every association with the delta rule (β = 1), `passes` times
 /// over the same sequence, then read each key back: the relative errors
-/// ‖W k_i − v_i‖ / ‖v_i‖. keys: (n, p), unit length; values: (n, m).
+/// ‖S k_i − v_i‖ / ‖v_i‖. keys: (n, p), unit length; values: (n, m).
 pub fn delta_rule_recall(
     keys: &ArrayRef2<f64>,
     values: &ArrayRef2<f64>,
@@ -99,12 +99,12 @@ pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
         last[i] = Some(v);
     }
     let written: Vec<usize> = (0..n).filter(|&i| last[i].is_some()).collect();
-    let error = |w: &Array2<f64>| {
+    let error = |s: &Array2<f64>| {
         let sq: f64 = written
             .iter()
             .map(|&i| {
                 let target = last[i].as_ref().expect("written");
-                let miss = w.dot(&keys.row(i)) - target;
+                let miss = s.dot(&keys.row(i)) - target;
                 miss.dot(&miss)
             })
             .sum();

@@ -1,15 +1,15 @@
 //! Chapter "The delta rule": the paper's update rule, which reads what the
 //! memory holds for a key before it writes, and writes only a correction
 //! (Schlag et al. 2021, §4.2); the rule as one gradient step on a
-//! regression loss and as a transition I − β k̄ k̄ᵀ; its write strength β,
-//! its sum normalisation, the gated rule of Appendix A and the decaying
+//! regression loss and as a transition H = I − β k̄ k̄ᵀ; its write strength
+//! β, its sum normalisation, the gated rule of Appendix A and the decaying
 //! memory it is compared with, the chunkwise form that trains in parallel
 //! (Yang et al. 2024), derived through the WY representation, and the
 //! backward pass that undoes each write.
 //!
 //! Shapes: feature-mapped keys and queries phi_k, phi_q: (N, p), values
-//! v: (N, m), write strengths beta: (N). The memory W is (m, p), values by
-//! features, as everywhere in the book: written with v k̄ᵀ, read W q̄.
+//! v: (N, m), write strengths beta: (N). The memory S is (m, p), values by
+//! features, as everywhere in the book: written with v k̄ᵀ, read S q̄.
 
 use crate::causal::causal_scores;
 use crate::input::same_rows;
@@ -53,8 +53,8 @@ pub fn write_strength(
 // ANCHOR_END: write_strength
 
 // ANCHOR: delta_rule_step
-/// One write of the delta rule: retrieve v̄ = W k̄, then
-/// W ← W + β (v − v̄) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
+/// One write of the delta rule: retrieve v̄ = S k̄, then
+/// S ← S + β (v − v̄) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
 /// Returns v̄, what the memory held for k̄ before the write.
 pub fn delta_rule_step(
     memory: &mut Array2<f64>,
@@ -70,8 +70,8 @@ pub fn delta_rule_step(
 // ANCHOR_END: delta_rule_step
 
 // ANCHOR: regression_gradient
-/// The gradient of the regression loss L(W) = ½‖W k̄ − v‖² for one
-/// association: ∇L = (W k̄ − v) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
+/// The gradient of the regression loss L(S) = ½‖S k̄ − v‖² for one
+/// association: ∇L = (S k̄ − v) k̄ᵀ. memory: (m, p), k_bar: (p), v: (m).
 pub fn regression_gradient(
     memory: &ArrayRef2<f64>,
     k_bar: &ArrayRef1<f64>,
@@ -79,12 +79,12 @@ pub fn regression_gradient(
 ) -> Array2<f64> {
     let error = memory.dot(k_bar) - v; // what the read gets wrong
     let mut gradient = Array2::zeros(memory.raw_dim());
-    fast_weight_write(&mut gradient, &error, k_bar); // (W k̄ − v) k̄ᵀ
+    fast_weight_write(&mut gradient, &error, k_bar); // (S k̄ − v) k̄ᵀ
     gradient
 }
 // ANCHOR_END: regression_gradient
 
-/// The regression loss ½‖W k̄ − v‖² of one association.
+/// The regression loss ½‖S k̄ − v‖² of one association.
 pub fn regression_loss(
     memory: &ArrayRef2<f64>,
     k_bar: &ArrayRef1<f64>,
@@ -95,18 +95,18 @@ pub fn regression_loss(
 }
 
 // ANCHOR: delta_transition
-/// The delta rule's transition A = I − β k̄ k̄ᵀ, with which one write is
-/// W_t = W_{t−1} A + β v k̄ᵀ. k_bar: (p); returns A: (p, p).
+/// The delta rule's transition H = I − β k̄ k̄ᵀ, with which one write is
+/// S_t = S_{t−1} H + β v k̄ᵀ. k_bar: (p); returns H: (p, p).
 pub fn delta_transition(k_bar: &ArrayRef1<f64>, beta: f64) -> Array2<f64> {
-    let mut a = Array2::eye(k_bar.len());
-    fast_weight_write(&mut a, &k_bar.mapv(|x| -beta * x), k_bar);
-    a
+    let mut h = Array2::eye(k_bar.len());
+    fast_weight_write(&mut h, &k_bar.mapv(|x| -beta * x), k_bar);
+    h
 }
 // ANCHOR_END: delta_transition
 
 // ANCHOR: gated_rule_step
 /// The gated rule of Peng et al. (2021), as Appendix A of the paper writes
-/// it: W ← (1 − β) W + β v kᵀ. memory: (m, p), k: (p), v: (m).
+/// it: S ← (1 − β) S + β v kᵀ. memory: (m, p), k: (p), v: (m).
 pub fn gated_rule_step(
     memory: &mut Array2<f64>,
     k: &ArrayRef1<f64>,
@@ -119,8 +119,8 @@ pub fn gated_rule_step(
 // ANCHOR_END: gated_rule_step
 
 // ANCHOR: decayed_write_step
-/// The decaying memory of the module's code walkthrough (`train_hope.py`):
-/// memory ← a · memory + v kᵀ, one decay a per token.
+/// A memory that decays before every write: S ← a S + v kᵀ, one decay a
+/// per token.
 /// memory: (m, p), k: (p), v: (m).
 pub fn decayed_write_step(
     memory: &mut Array2<f64>,
@@ -135,15 +135,15 @@ pub fn decayed_write_step(
 
 // ANCHOR: delta_rule_recurrent
 /// What a delta-rule layer returns: the reads Y: (N, m) and the memory
-/// after the last token, W_N: (m, p).
+/// after the last token, S_N: (m, p).
 pub struct DeltaRead {
     pub output: Array2<f64>,
     pub memory: Array2<f64>,
 }
 
-/// The delta-rule layer, token by token, from W_0 = 0: with
+/// The delta-rule layer, token by token, from S_0 = 0: with
 /// k̄_t = φ(k_t) / Σ φ(k_t) and q̄_t likewise,
-/// W_t = W_{t−1} + β_t (v_t − W_{t−1} k̄_t) k̄_tᵀ,  y_t = W_t q̄_t.
+/// S_t = S_{t−1} + β_t (v_t − S_{t−1} k̄_t) k̄_tᵀ,  y_t = S_t q̄_t.
 /// phi_q, phi_k: (N, p) with positive row sums, v: (N, m), beta: (N).
 pub fn delta_rule_recurrent(
     phi_q: &ArrayRef2<f64>,
@@ -161,7 +161,7 @@ pub fn delta_rule_recurrent(
         let q_bar = sum_normalise(&phi_q.row(t));
         output.row_mut(t).assign(&memory.dot(&q_bar)); // read
     }
-    let (output, memory) = (finite("Y", output)?, finite("W", memory)?);
+    let (output, memory) = (finite("Y", output)?, finite("S", memory)?);
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_recurrent
@@ -183,15 +183,15 @@ pub(crate) fn check_delta<T: Entry + ndarray::LinalgScalar>(
 }
 
 // ANCHOR: forward_substitution
-/// Solve (I + A) X = B for A: (C, C) strictly lower triangular, B: (C, n),
-/// one row at a time: x_i = b_i − Σ_{j<i} a_ij x_j.
+/// Solve (I + Λ) X = B for Λ: (C, C) strictly lower triangular, B: (C, n),
+/// one row at a time: x_i = b_i − Σ_{j<i} Λ_ij x_j.
 pub fn forward_substitution(
-    a: &ArrayRef2<f64>,
+    lambda: &ArrayRef2<f64>,
     b: &ArrayRef2<f64>,
 ) -> Array2<f64> {
     let mut x = b.to_owned();
     for i in 1..x.nrows() {
-        let known = a.slice(s![i, ..i]).dot(&x.slice(s![..i, ..]));
+        let known = lambda.slice(s![i, ..i]).dot(&x.slice(s![..i, ..]));
         let row = &x.row(i) - &known;
         x.row_mut(i).assign(&row);
     }
@@ -200,24 +200,25 @@ pub fn forward_substitution(
 // ANCHOR_END: forward_substitution
 
 // ANCHOR: ut_transform
-/// The UT transform of a chunk, T = (I + A)⁻¹ diag(β) with
-/// A = tril(diag(β) K̄ K̄ᵀ, −1), by forward substitution.
+/// The UT transform of a chunk, T = (I + Λ)⁻¹ diag(β) with
+/// Λ = tril(diag(β) K̄ K̄ᵀ, −1), by forward substitution.
 /// k_bar: (C, p), beta: (C); returns T: (C, C), lower triangular.
 pub fn ut_transform(
     k_bar: &ArrayRef2<f64>,
     beta: &ArrayRef1<f64>,
 ) -> Array2<f64> {
-    let mut a = k_bar.dot(&k_bar.t()); // K̄ K̄ᵀ, then keep below the diagonal
-    a.indexed_iter_mut()
+    let mut lambda = k_bar.dot(&k_bar.t()); // K̄ K̄ᵀ, then below the diagonal
+    lambda
+        .indexed_iter_mut()
         .for_each(|((i, j), x)| *x = if j < i { beta[i] * *x } else { 0.0 });
-    forward_substitution(&a, &Array2::from_diag(&beta.view()))
+    forward_substitution(&lambda, &Array2::from_diag(&beta.view()))
 }
 // ANCHOR_END: ut_transform
 
 // ANCHOR: wy_representation
 /// A chunk of delta-rule writes folded into one affine step (the WY form):
 /// with T the UT transform, K̂ = T K̄ and V̂ = T V, the chunk maps
-/// W ↦ W (I − K̂ᵀ K̄) + V̂ᵀ K̄. k_bar: (C, p), v: (C, m), beta: (C).
+/// S ↦ S (I − K̂ᵀ K̄) + V̂ᵀ K̄. k_bar: (C, p), v: (C, m), beta: (C).
 pub fn wy_representation(
     k_bar: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
@@ -234,8 +235,9 @@ pub fn wy_representation(
 
 // ANCHOR: delta_rule_chunkwise
 /// The delta-rule layer in chunks of C tokens (Yang et al. 2024, in the
-/// book's orientation). Per chunk, with K̄, Q̄: (C, p), V: (C, m), W_0 the
-/// memory before it and T the UT transform: U = T V − (T K̄) W_0ᵀ, Y = Q̄ W_0ᵀ + tril(Q̄ K̄ᵀ) U, W ← W_0 + Uᵀ K̄.
+/// book's orientation). Per chunk, with K̄, Q̄: (C, p), V: (C, m), S_0 the
+/// memory before it and T the UT transform: U = T V − (T K̄) S_0ᵀ,
+/// Y = Q̄ S_0ᵀ + tril(Q̄ K̄ᵀ) U, S ← S_0 + Uᵀ K̄.
 pub fn delta_rule_chunkwise(
     phi_q: &ArrayRef2<f64>,
     phi_k: &ArrayRef2<f64>,
@@ -260,13 +262,13 @@ pub fn delta_rule_chunkwise(
         );
         let (vc, b) = (v.slice(s![start..end, ..]), beta.slice(s![start..end]));
         let t = ut_transform(&k, &b);
-        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // V̂ − K̂ W_0ᵀ
+        let u = t.dot(&vc) - t.dot(&k).dot(&memory.t()); // V̂ − K̂ S_0ᵀ
         let scores = causal_scores(&q, &k); // tril(Q̄ K̄ᵀ), diagonal included
         let y = q.dot(&memory.t()) + scores.dot(&u);
         output.slice_mut(s![start..end, ..]).assign(&y);
-        memory += &u.t().dot(&k); // W ← W_0 + Uᵀ K̄
+        memory += &u.t().dot(&k); // S ← S_0 + Uᵀ K̄
     }
-    let (output, memory) = (finite("Y", output)?, finite("W", memory)?);
+    let (output, memory) = (finite("Y", output)?, finite("S", memory)?);
     Ok(DeltaRead { output, memory })
 }
 // ANCHOR_END: delta_rule_chunkwise
@@ -281,10 +283,10 @@ pub struct DeltaGradients {
     pub beta: Array1<f64>,
 }
 
-/// Backward through W_t = W_{t−1} + u_t k̄_tᵀ, u_t = β_t (v_t − W_{t−1} k̄_t),
-/// y_t = W_t q̄_t, given G = ∂L/∂Y: (N, m). The forward sweep keeps each
+/// Backward through S_t = S_{t−1} + u_t k̄_tᵀ, u_t = β_t (v_t − S_{t−1} k̄_t),
+/// y_t = S_t q̄_t, given ∂L/∂Y: (N, m). The forward sweep keeps each
 /// inserted vector u_t and the last memory; the backward sweep carries
-/// D = ∂L/∂W_t and undoes each write, W_{t−1} = W_t − u_t k̄_tᵀ.
+/// D = ∂L/∂S_t and undoes each write, S_{t−1} = S_t − u_t k̄_tᵀ.
 /// q_bar, k_bar: (N, p), already normalised; v: (N, m); beta: (N).
 pub fn delta_rule_backward(
     q_bar: &ArrayRef2<f64>,
@@ -296,10 +298,10 @@ pub fn delta_rule_backward(
     check_delta(q_bar, k_bar, v, beta)?;
     check_grad_o(grad_y, v)?;
     let (n, p, m) = (k_bar.nrows(), k_bar.ncols(), v.ncols());
-    let mut w = Array2::zeros((m, p));
+    let mut s = Array2::zeros((m, p));
     let mut inserted = Array2::zeros((n, m)); // u_t, one row per token
     for t in 0..n {
-        let v_bar = delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+        let v_bar = delta_rule_step(&mut s, &k_bar.row(t), &v.row(t), beta[t]);
         inserted
             .row_mut(t)
             .assign(&((&v.row(t) - &v_bar) * beta[t]));
@@ -310,19 +312,19 @@ pub fn delta_rule_backward(
         v: Array2::zeros((n, m)),
         beta: Array1::zeros(n),
     };
-    let mut d = Array2::<f64>::zeros((m, p)); // ∂L/∂W_t
+    let mut d = Array2::<f64>::zeros((m, p)); // ∂L/∂S_t
     for t in (0..n).rev() {
         let (k, u, g) = (k_bar.row(t), inserted.row(t), grad_y.row(t));
-        grads.q_bar.row_mut(t).assign(&w.t().dot(&g)); // y_t = W_t q̄_t
+        grads.q_bar.row_mut(t).assign(&s.t().dot(&g)); // y_t = S_t q̄_t
         fast_weight_write(&mut d, &g, &q_bar.row(t)); // D += g_t q̄_tᵀ
-        fast_weight_write(&mut w, &(-&u), &k); // undo: W is W_{t−1}
-        let e = d.dot(&k); // ∂L/∂u_t
-        let v_bar = w.dot(&k);
-        grads.v.row_mut(t).assign(&(&e * beta[t]));
-        grads.beta[t] = e.dot(&(&v.row(t) - &v_bar));
-        let grad_k = d.t().dot(&u) - w.t().dot(&e) * beta[t];
+        fast_weight_write(&mut s, &(-&u), &k); // undo: S is S_{t−1}
+        let grad_u = d.dot(&k); // ∂L/∂u_t
+        let v_bar = s.dot(&k);
+        grads.v.row_mut(t).assign(&(&grad_u * beta[t]));
+        grads.beta[t] = grad_u.dot(&(&v.row(t) - &v_bar));
+        let grad_k = d.t().dot(&u) - s.t().dot(&grad_u) * beta[t];
         grads.k_bar.row_mut(t).assign(&grad_k);
-        fast_weight_write(&mut d, &(&e * -beta[t]), &k); // D (I − β k̄ k̄ᵀ)
+        fast_weight_write(&mut d, &(&grad_u * -beta[t]), &k); // D H_t
     }
     Ok(grads)
 }

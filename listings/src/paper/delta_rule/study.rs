@@ -47,13 +47,13 @@ pub fn chunkwise_table() -> String {
 /// One row of the Appendix A comparison at write strength β.
 pub struct AppendixARow {
     pub beta: f64,
-    /// ‖W' k₂ − ((1 − β) v₂ + β v₃)‖ for the delta rule and the gated rule.
+    /// ‖S' k₂ − ((1 − β) v₂ + β v₃)‖ for the delta rule and the gated rule.
     pub delta_rewritten: f64,
     pub gated_rewritten: f64,
-    /// ‖W' k₁ − v₁‖, the unrelated association, for both rules.
+    /// ‖S' k₁ − v₁‖, the unrelated association, for both rules.
     pub delta_unrelated: f64,
     pub gated_unrelated: f64,
-    /// ‖W' k₂ − (v₂ + v₃)‖ for the sum rule: it adds, whatever β.
+    /// ‖S' k₂ − (v₂ + v₃)‖ for the sum rule: it adds, whatever β.
     pub sum_rewritten: f64,
 }
 
@@ -101,7 +101,7 @@ impl std::fmt::Display for AppendixATable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "orthonormal k1, k2 in R^8; unit v1, v2, v3 in R^4; W holds \
+            "orthonormal k1, k2 in R^8; unit v1, v2, v3 in R^4; S holds \
              v1 at k1, v2 at k2, then k2 is written with v3"
         )?;
         writeln!(

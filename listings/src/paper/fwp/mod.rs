@@ -4,7 +4,8 @@
 //! programmer with a normaliser (Schlag et al. 2021, §2–§3).
 //!
 //! Shapes: x: (N, d_model); q, k: (N, d); v: (N, m); the fast weights
-//! W: (m, d), written with v kᵀ and run on a query as W q.
+//! S: (m, d), written with v kᵀ and run on a query as S q (the paper's
+//! W⁽ⁱ⁾; its activation σ is ψ here).
 
 use crate::causal::causal_scores;
 use crate::input::{InputError, check_qkv, finite};
@@ -17,22 +18,22 @@ use ndarray::{Array2, ArrayRef1, ArrayRef2};
 pub mod study;
 
 // ANCHOR: fast_weight_programmer_with
-/// A fast-weight programmer with an activation σ on the fast weights: the
+/// A fast-weight programmer with an activation ψ on the fast weights: the
 /// slow weights make q_t, k_t, v_t from x_t; the fast weights are
-/// programmed by W_t = σ(W_{t−1} + v_t k_tᵀ) and run as y_t = W_t q_t.
+/// programmed by S_t = ψ(S_{t−1} + v_t k_tᵀ) and run as y_t = S_t q_t.
 /// x: (N, d_model); returns Y: (N, m).
 pub fn fast_weight_programmer_with(
     x: &ArrayRef2<f64>,
     slow: &Projections,
-    sigma: impl Fn(f64) -> f64,
+    psi: impl Fn(f64) -> f64,
 ) -> Result<Array2<f64>, InputError> {
     let Qkv { q, k, v } = slow.project(x)?; // the slow net
-    let mut w = Array2::zeros((v.ncols(), k.ncols())); // W_0 = 0: (m, d)
+    let mut s = Array2::zeros((v.ncols(), k.ncols())); // S_0 = 0: (m, d)
     let mut y = Array2::zeros((x.nrows(), v.ncols()));
     for t in 0..x.nrows() {
-        fast_weight_write(&mut w, &v.row(t), &k.row(t)); // + v_t k_tᵀ
-        w.mapv_inplace(&sigma); // σ, entry by entry
-        y.row_mut(t).assign(&w.dot(&q.row(t))); // run the fast net
+        fast_weight_write(&mut s, &v.row(t), &k.row(t)); // + v_t k_tᵀ
+        s.mapv_inplace(&psi); // ψ, entry by entry
+        y.row_mut(t).assign(&s.dot(&q.row(t))); // run the fast net
     }
     finite("Y", y)
 }

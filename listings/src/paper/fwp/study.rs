@@ -41,7 +41,7 @@ pub struct EquivalenceRow {
     pub unnormalised: f64,
     /// Linearised softmax against the normalised programmer.
     pub normalised: f64,
-    /// The programmer with σ = tanh against attention without softmax.
+    /// The programmer with ψ = tanh against attention without softmax.
     pub with_tanh: f64,
 }
 
@@ -87,17 +87,17 @@ pub fn random_programmer(seed: u64, n: usize) -> (Array2<f64>, Projections) {
     (randn(&mut rng, n, 16), slow)
 }
 
-/// Step t (from 0) of the programmer of [`random_programmer`] with σ the
+/// Step t (from 0) of the programmer of [`random_programmer`] with ψ the
 /// identity, with everything it computes: x_t, the slow net's q_t, k_t,
-/// v_t, the fast weights before (W_{t−1}), the write v_t k_tᵀ, the fast
-/// weights after (W_t) and the output y_t = W_t q_t. W: (m, d).
+/// v_t, the fast weights before (S_{t−1}), the write v_t k_tᵀ, the fast
+/// weights after (S_t) and the output y_t = S_t q_t. S: (m, d).
 pub fn programmer_step(
     seed: u64,
     t: usize,
 ) -> Result<ProgrammerStep, InputError> {
     let (x, slow) = random_programmer(seed, t + 1);
     let Qkv { q, k, v } = slow.project(&x)?; // the slow net
-    let mut before = Array2::zeros((v.ncols(), k.ncols())); // W_0 = 0
+    let mut before = Array2::zeros((v.ncols(), k.ncols())); // S_0 = 0
     for j in 0..t {
         fast_weight_write(&mut before, &v.row(j), &k.row(j));
     }
@@ -150,7 +150,7 @@ impl fmt::Display for EquivalenceTable {
             .right("N", 6)
             .right("no softmax vs FWP loop", 24)
             .right("linearised vs normalised", 26)
-            .right("sigma = tanh (smallest)", 22);
+            .right("psi = tanh (smallest)", 22);
         for r in &self.rows {
             table.row([
                 r.n.to_string(),

@@ -21,7 +21,7 @@ fn the_pictured_step_is_the_programmer_run_and_attention_without_softmax() {
         for (a, b) in step.y.iter().zip(attention.row(t)) {
             assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "seed {seed}");
         }
-        // The write is v_t k_tᵀ, and W_t = W_{t−1} + v_t k_tᵀ.
+        // The write is v_t k_tᵀ, and S_t = S_{t−1} + v_t k_tᵀ.
         for ((i, j), &w) in step.write.indexed_iter() {
             assert!((w - step.v[i] * step.k[j]).abs() < 1e-12);
         }
@@ -34,7 +34,7 @@ const LENGTHS: [usize; 6] = [1, 2, 12, 63, 64, 300];
 
 #[test]
 fn attention_without_softmax_is_a_fast_weight_programmer() {
-    // Σ_{j≤t} (k_jᵀ q_t) v_j = (Σ_{j≤t} v_j k_jᵀ) q_t = W_t q_t.
+    // Σ_{j≤t} (k_jᵀ q_t) v_j = (Σ_{j≤t} v_j k_jᵀ) q_t = S_t q_t.
     for seed in 0..5 {
         for n in LENGTHS {
             let (x, slow) = random_programmer(seed, n);
@@ -44,14 +44,14 @@ fn attention_without_softmax_is_a_fast_weight_programmer() {
             let gap = worst_row_relative_difference(&loop_, &attn);
             assert!(gap < 1e-10, "N {n} seed {seed}: {gap:e}");
             let fwp = fast_weight_programmer_with(&x, &slow, |w| w).unwrap();
-            assert_eq!(fwp, loop_, "σ = identity is the plain loop");
+            assert_eq!(fwp, loop_, "ψ = identity is the plain loop");
         }
     }
 }
 
 #[test]
 fn a_nonlinear_activation_breaks_the_equivalence() {
-    // With σ = tanh the fast weights saturate: the programmer is still
+    // With ψ = tanh the fast weights saturate: the programmer is still
     // a programmer, but no longer attention.
     let rows = equivalence_study(&[12, 200], 5);
     for r in rows {
@@ -68,7 +68,7 @@ fn a_nonlinear_activation_breaks_the_equivalence() {
 
 #[test]
 fn linearised_softmax_is_a_normalised_fast_weight_programmer() {
-    // Σ_j φ(q)ᵀφ(k_j) v_j / Σ_j φ(q)ᵀφ(k_j) = W_t φ(q_t) / z_tᵀ φ(q_t).
+    // Σ_j φ(q)ᵀφ(k_j) v_j / Σ_j φ(q)ᵀφ(k_j) = S_t φ(q_t) / z_tᵀ φ(q_t).
     for seed in 0..5 {
         for n in LENGTHS {
             let (x, slow) = random_programmer(seed, n);

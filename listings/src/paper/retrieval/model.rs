@@ -23,9 +23,9 @@ pub use crate::phi::FeatureMap as Phi;
 /// How a linear layer writes its memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rule {
-    /// W_t = W_{t−1} + v_t φ(k_t)ᵀ, read W φ(q) / (zᵀφ(q) + ε).
+    /// S_t = S_{t−1} + v_t φ(k_t)ᵀ, read S φ(q) / (zᵀφ(q) + ε).
     Sum,
-    /// W_t = W_{t−1} + β_t (v_t − W_{t−1} k̄_t) k̄_tᵀ, read W q̄.
+    /// S_t = S_{t−1} + β_t (v_t − S_{t−1} k̄_t) k̄_tᵀ, read S q̄.
     Delta,
 }
 
@@ -45,8 +45,8 @@ pub enum Layer {
     /// A fast-weight memory with feature map φ and an update rule.
     Linear(Phi, Rule),
     /// The paper's baseline rule, the fast weight memory of Schlag et al.
-    /// (2021b): W ← (W + β (v − W φ(k)) φ(k)ᵀ) / max(1, ‖·‖_F), read
-    /// through a layer norm.
+    /// (2021b): S ← (S + β (v − S f) fᵀ) / max(1, ‖·‖_F) on key features f,
+    /// read through a layer norm.
     Fwm(FwmPhi),
 }
 
@@ -442,8 +442,8 @@ pub const EPS: f64 = 1e-6;
 
 // ANCHOR: sum_read
 /// The sum rule's read at the query, and its backward pass in closed form:
-/// with a = W φ(q) and s = zᵀφ(q) + ε, ŷ = a / s, so da = g / s,
-/// ds = −g·ŷ / s, and each φ(k_t) gets φ(q) (da[v_t] + ds).
+/// with c = zᵀφ(q) + ε, ŷ = S φ(q) / c, so dL/d(S φ(q)) = g / c,
+/// dL/dc = −g·ŷ / c, and each φ(k_t) gets φ(q) (g[v_t] / c + dL/dc).
 pub fn sum_read<'a>(
     phi: Phi,
     keys: &'a [Array1<f64>],
@@ -456,25 +456,25 @@ pub fn sum_read<'a>(
         keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
     let fq = phi_forward(phi, q, omega);
     let p = fq.len();
-    let mut w = Array2::<f64>::zeros((n, p));
+    let mut s = Array2::<f64>::zeros((n, p)); // the memory S
     let mut z = Array1::<f64>::zeros(p);
     for (f, &v) in fk.iter().zip(values) {
-        w.row_mut(v).scaled_add(1.0, f); // v_t φ(k_t)ᵀ with one-hot v_t
+        s.row_mut(v).scaled_add(1.0, f); // v_t φ(k_t)ᵀ with one-hot v_t
         z += f;
     }
-    let s = z.dot(&fq) + EPS;
-    let y_hat = w.dot(&fq) / s;
+    let c = z.dot(&fq) + EPS;
+    let y_hat = s.dot(&fq) / c;
     let back = move |g: &Array1<f64>| {
-        let y_hat = w.dot(&fq) / s;
-        let da = g / s;
-        let ds = -g.dot(&y_hat) / s;
-        let dfq = w.t().dot(&da) + &z * ds;
+        let y_hat = s.dot(&fq) / c;
+        let d_read = g / c; // dL/d(S φ(q))
+        let dc = -g.dot(&y_hat) / c;
+        let dfq = s.t().dot(&d_read) + &z * dc;
         let d_keys = keys
             .iter()
             .zip(&fk)
             .zip(values)
             .map(|((k, f), &v)| {
-                let df = &fq * (da[v] + ds);
+                let df = &fq * (d_read[v] + dc);
                 phi_backward(phi, k, f, &df, omega)
             })
             .collect();
@@ -496,8 +496,8 @@ fn sum_normalise_back(
 
 // ANCHOR: delta_read
 /// The delta rule's read at the query, and its backward pass: the forward
-/// pass keeps every W_t; the backward pass walks t from L down to 1 with
-/// G = dL/dW_t, using W_t = W_{t−1} (I − β_t k̄_t k̄_tᵀ) + β_t v_t k̄_tᵀ.
+/// pass keeps every S_t; the backward pass walks t from N down to 1 with
+/// D = dL/dS_t, using S_t = S_{t−1} H_t + β_t v_t k̄_tᵀ, H_t = I − β_t k̄_t k̄_tᵀ.
 #[allow(clippy::too_many_arguments)]
 pub fn delta_read<'a>(
     phi: Phi,
@@ -514,12 +514,12 @@ pub fn delta_read<'a>(
     let fq = phi_forward(phi, q, omega);
     let qb = sum_normalise(&fq);
     let p = fq.len();
-    // W_0 = 0; keep every W_t for the backward pass.
+    // S_0 = 0; keep every S_t for the backward pass.
     let mut history = vec![Array2::<f64>::zeros((n, p))];
     for t in 0..keys.len() {
-        let mut w = history[t].clone();
-        delta_rule_step(&mut w, &kb[t], &one_hot(n, values[t]), betas[t]);
-        history.push(w);
+        let mut s = history[t].clone();
+        delta_rule_step(&mut s, &kb[t], &one_hot(n, values[t]), betas[t]);
+        history.push(s);
     }
     let y_hat = history[keys.len()].dot(&qb);
     let back = move |g: &Array1<f64>| {
@@ -532,26 +532,26 @@ pub fn delta_read<'a>(
             &sum_normalise_back(&fq, &qb, &dqb),
             omega,
         );
-        // G = dL/dW_t, walked from t = L down to 1.
-        let mut big_g = g
+        // D = dL/dS_t, walked from t = N down to 1.
+        let mut d = g
             .view()
             .insert_axis(Axis(1))
             .dot(&qb.view().insert_axis(Axis(0)));
         let mut d_keys = vec![Array1::zeros(q.len()); keys.len()];
         let mut d_betas = vec![0.0; keys.len()];
         for t in (0..keys.len()).rev() {
-            let w_prev = &history[t];
+            let s_prev = &history[t];
             let k = &kb[t];
-            let r = one_hot(n, values[t]) - w_prev.dot(k);
-            let gk = big_g.dot(k);
-            d_betas[t] = r.dot(&gk);
-            let dkb = (big_g.t().dot(&r) - w_prev.t().dot(&gk)) * betas[t];
+            let r = one_hot(n, values[t]) - s_prev.dot(k); // v_t − v̄_t
+            let dk = d.dot(k);
+            d_betas[t] = r.dot(&dk);
+            let dkb = (d.t().dot(&r) - s_prev.t().dot(&dk)) * betas[t];
             let dfk = sum_normalise_back(&fk[t], k, &dkb);
             d_keys[t] = phi_backward(phi, &keys[t], &fk[t], &dfk, omega);
-            // dW_{t−1} = G (I − β k̄ k̄ᵀ)
+            // dL/dS_{t−1} = D H_t = D (I − β k̄ k̄ᵀ)
             let outer =
-                gk.insert_axis(Axis(1)).dot(&k.view().insert_axis(Axis(0)));
-            big_g.scaled_add(-betas[t], &outer);
+                dk.insert_axis(Axis(1)).dot(&k.view().insert_axis(Axis(0)));
+            d.scaled_add(-betas[t], &outer);
         }
         (d_keys, dq, Some(d_betas))
     };
@@ -590,30 +590,30 @@ fn fwm_features_back(
 pub const LN_EPS: f64 = 1e-5;
 
 // ANCHOR: fwm_write
-/// One write of the fast weight memory, W: (n, p), key features f: (p),
+/// One write of the fast weight memory, S: (n, p), key features f: (p),
 /// one-hot value v, strength β: the delta-rule write on raw features,
-/// A = W + β (v − W f) fᵀ, then W = A / s with s = max(1, ‖A‖_F), except
+/// S′ = S + β (v − S f) fᵀ, then S = S′ / ρ with ρ = max(1, ‖S′‖_F), except
 /// on a sequence's first write, which the paper's code leaves unscaled.
-/// Returns s.
+/// Returns ρ.
 pub fn fwm_write(
-    w: &mut Array2<f64>,
+    s: &mut Array2<f64>,
     f: &Array1<f64>,
     v: usize,
     beta: f64,
     first: bool,
 ) -> f64 {
-    let mut u = -w.dot(f); // −v̄, the value stored at f ...
+    let mut u = -s.dot(f); // −v̄, the value stored at f ...
     u[v] += 1.0; // ... plus v
     u *= beta;
     let outer = u.insert_axis(Axis(1)).dot(&f.view().insert_axis(Axis(0)));
-    *w += &outer;
-    let s = if first {
+    *s += &outer; // S′
+    let rho = if first {
         1.0
     } else {
-        w.iter().map(|x| x * x).sum::<f64>().sqrt().max(1.0)
+        s.iter().map(|x| x * x).sum::<f64>().sqrt().max(1.0)
     };
-    *w /= s;
-    s
+    *s /= rho;
+    rho
 }
 // ANCHOR_END: fwm_write
 
@@ -629,9 +629,9 @@ pub fn layer_norm(x: &Array1<f64>) -> (Array1<f64>, f64) {
 
 // ANCHOR: fwm_read
 /// The baseline's read at the query and its backward pass. Forward: every
-/// W_t kept, and s_t; ŷ = layer_norm(W_L φ(q)). Backward, from
-/// G = dL/dW_t: through the scaling, dA = (G − (G·W_t) W_t) / s_t when
-/// s_t > 1; then as the delta rule, with raw features f_t for k̄_t.
+/// S_t kept, and ρ_t; ŷ = layer_norm(S_N f_q). Backward, from
+/// D = dL/dS_t: through the scaling, dL/dS′_t = (D − ⟨D, S_t⟩ S_t) / ρ_t
+/// when ρ_t > 1; then as the delta rule, with raw features f_t for k̄_t.
 #[allow(clippy::too_many_arguments)]
 pub fn fwm_read<'a>(
     map: FwmPhi,
@@ -649,9 +649,9 @@ pub fn fwm_read<'a>(
     let mut history = vec![Array2::<f64>::zeros((n, fq.len()))];
     let mut scales = Vec::with_capacity(len);
     for t in 0..len {
-        let mut w = history[t].clone();
-        scales.push(fwm_write(&mut w, &fk[t], values[t], betas[t], t == 0));
-        history.push(w);
+        let mut s = history[t].clone();
+        scales.push(fwm_write(&mut s, &fk[t], values[t], betas[t], t == 0));
+        history.push(s);
     }
     let (y_hat, root) = layer_norm(&history[len].dot(&fq));
     let back = move |g: &Array1<f64>| {
@@ -661,7 +661,7 @@ pub fn fwm_read<'a>(
         let dx = (g - g.sum() / m - &y * (g.dot(&y) / m)) / root;
         let dfq = history[len].t().dot(&dx);
         let dq = fwm_features_back(map, q, &fq, &dfq, omega);
-        let mut big_g = dx
+        let mut d = dx // D = dL/dS_t, walked from t = N down to 1
             .view()
             .insert_axis(Axis(1))
             .dot(&fq.view().insert_axis(Axis(0)));
@@ -669,20 +669,20 @@ pub fn fwm_read<'a>(
         let mut d_betas = vec![0.0; len];
         for t in (0..len).rev() {
             if scales[t] > 1.0 {
-                let w = &history[t + 1];
-                let along = (&big_g * w).sum();
-                big_g = (&big_g - &(w * along)) / scales[t];
+                let s_t = &history[t + 1];
+                let along = (&d * s_t).sum(); // ⟨D, S_t⟩
+                d = (&d - &(s_t * along)) / scales[t]; // now dL/dS′_t
             }
-            let w_prev = &history[t];
+            let s_prev = &history[t];
             let f = &fk[t];
-            let r = one_hot(n, values[t]) - w_prev.dot(f);
-            let gk = big_g.dot(f);
-            d_betas[t] = r.dot(&gk);
-            let df = (big_g.t().dot(&r) - w_prev.t().dot(&gk)) * betas[t];
+            let r = one_hot(n, values[t]) - s_prev.dot(f); // v_t − v̄_t
+            let dk = d.dot(f);
+            d_betas[t] = r.dot(&dk);
+            let df = (d.t().dot(&r) - s_prev.t().dot(&dk)) * betas[t];
             d_keys[t] = fwm_features_back(map, &keys[t], f, &df, omega);
             let outer =
-                gk.insert_axis(Axis(1)).dot(&f.view().insert_axis(Axis(0)));
-            big_g.scaled_add(-betas[t], &outer);
+                dk.insert_axis(Axis(1)).dot(&f.view().insert_axis(Axis(0)));
+            d.scaled_add(-betas[t], &outer);
         }
         (d_keys, dq, Some(d_betas))
     };

@@ -52,7 +52,7 @@ pub fn budget_for(layer: Layer) -> Budget {
 pub const TANH_FWM_STEPS: usize = 1000;
 
 /// The fwm lanes stop at this many keys, as the other Setting 2 lanes do
-/// (the paper's go to 200): an fwm step keeps every W_t of an episode, and
+/// (the paper's go to 200): an fwm step keeps every S_t of an episode, and
 /// at n = 100 a step costs this machine about 0.23 s (DPFP-1, batch 32) or
 /// 0.5 s (tanh, batch 128).
 pub const FWM_MAX: usize = 100;

@@ -9,9 +9,9 @@ use rand::seq::SliceRandom;
 /// Which of the paper's two settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Setting {
-    /// Capacity: every key appears once, so L = n pairs.
+    /// Capacity: every key appears once, so N = n pairs.
     Distinct,
-    /// Update rules: keys repeat with new values, L = 2n pairs; the answer
+    /// Update rules: keys repeat with new values, N = 2n pairs; the answer
     /// is the value at the key's last occurrence.
     Repeated,
 }

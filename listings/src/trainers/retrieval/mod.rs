@@ -10,13 +10,13 @@
 //! - the sum rule and softmax read at the query in attention form, from
 //!   scores φ(k_t)ᵀφ(q), never building the (n, p) memory;
 //! - the delta rule reads in attention form too: with one read at the end,
-//!   W_L q̄ = Σ_t β_t w_t v_t, where w solves a triangular system in the
-//!   Gram matrix K̄K̄ᵀ (one product), and its backward pass needs only
-//!   that system again and running sums over t.
+//!   S_N q̄ = Σ_t β_t η_t v_t, where η solves the triangular system
+//!   (I + Λ)ᵀη = c in the Gram matrix K̄K̄ᵀ (one product), and its backward
+//!   pass needs only that system again and running sums over t.
 //!
 //! The baseline rule of Schlag et al. (2021b), whose write scales the whole
 //! memory, runs as a recurrence on an explicit (n, p) memory instead, every
-//! W_t kept in one buffer allocated with the trainer. The reads, forward
+//! S_t kept in one buffer allocated with the trainer. The reads, forward
 //! and backward, are in `reads.rs`; the step, the evaluation and the
 //! bookkeeping of the batch here.
 
@@ -89,9 +89,9 @@ struct Work {
     y: Vec<f32>,
     dy: Vec<f32>,
     scratch: Vec<f32>,
-    /// The fwm baseline: every W_t, (L + 1) (n, p) matrices in a row; the
-    /// scale s_t of each write; dL/dW_t: (n, p); per value row: the read
-    /// before its layer norm, G f_t, the residual v_t − W_{t−1} f_t.
+    /// The fwm baseline: every S_t, (N + 1) (n, p) matrices in a row; the
+    /// scale ρ_t of each write; D = dL/dS_t: (n, p); per value row: the
+    /// read before its layer norm, D f_t, the residual v_t − S_{t−1} f_t.
     hist: Vec<f32>,
     scales: Vec<f32>,
     big_g: Vec<f32>,

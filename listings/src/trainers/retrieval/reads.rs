@@ -77,7 +77,7 @@ pub(super) fn softmax_episode(
 }
 
 /// The sum rule read at the query in attention form: with scores
-/// s_t = φ(k_t)ᵀφ(q) and Z = Σ s_t + ε, ŷ[v] = Σ_{t: v_t = v} s_t / Z.
+/// c_t = φ(k_t)ᵀφ(q) and Z = Σ c_t + ε, ŷ[v] = Σ_{t: v_t = v} c_t / Z.
 #[inline(always)]
 pub(super) fn sum_episode(
     wk: &mut Work,
@@ -108,7 +108,7 @@ pub(super) fn sum_episode(
         wk.y[ep.values[t]] += wk.s[t] / z;
     }
     let loss = loss_and_grad(&wk.y, ep.target, scale, &mut wk.dy);
-    // dL/ds_t = (dŷ[v_t] − dŷ·ŷ) / Z
+    // dL/dc_t = (dŷ[v_t] − dŷ·ŷ) / Z
     let mean = dot(&wk.dy, &wk.y);
     wk.dfq.fill(0.0);
     for t in 0..len {
@@ -139,10 +139,11 @@ pub(super) fn sum_episode(
 }
 
 /// The delta rule read once, at the end, in attention form. Writing
-/// W_L = Σ_t u_t k̄_tᵀ, the u_t solve A U = diag(β) V with A unit lower
-/// triangular, A_ij = β_i k̄_iᵀk̄_j (i > j). So ŷ = W_L q̄ = Σ_t β_t w_t v_t
-/// with Aᵀw = c, c_t = k̄_tᵀq̄: one Gram product and one triangular solve.
-/// Backward: λ = A⁻¹ (β ⊙ dŷ[v]), and dk̄_i needs only running sums.
+/// S_N = Σ_t u_t k̄_tᵀ, the u_t solve (I + Λ) U = diag(β) V with Λ strictly
+/// lower triangular, Λ_ij = β_i k̄_iᵀk̄_j (i > j). So ŷ = S_N q̄ =
+/// Σ_t β_t η_t v_t with (I + Λ)ᵀη = c, c_t = k̄_tᵀq̄: one Gram product and
+/// one triangular solve. Backward: μ = (I + Λ)⁻¹ (β ⊙ dŷ[v]), and dk̄_i
+/// needs only running sums.
 #[inline(always)]
 pub(super) fn delta_episode(
     wk: &mut Work,
@@ -187,8 +188,8 @@ pub(super) fn delta_episode(
     }
     let kb = wk.kb.slice(s![..len, ..]);
     gemm(flops, kb, kb.t(), &mut wk.gram.slice_mut(s![..len, ..len]));
-    // Back substitution, Aᵀw = c: w_i = c_i − Σ_{j>i} G_ij β_j w_j.
-    // wk.s holds w, wk.ds holds β ⊙ w.
+    // Back substitution, (I + Λ)ᵀη = c: η_i = c_i − Σ_{j>i} G_ij β_j η_j,
+    // G the Gram matrix. wk.s holds η, wk.ds holds β ⊙ η.
     for i in (0..len).rev() {
         let c = dot(kb.row(i).as_slice().expect("rows"), &wk.qb);
         let g = wk.gram.row(i);
@@ -201,8 +202,9 @@ pub(super) fn delta_episode(
         wk.y[ep.values[t]] += wk.ds[t];
     }
     let loss = loss_and_grad(&wk.y, ep.target, scale, &mut wk.dy);
-    // Forward substitution, Aλ = β ⊙ dŷ[v]: λ_i = g_i − β_i h_i with
-    // h_i = Σ_{j<i} G_ij λ_j; and dβ_i = w_i dŷ[v_i] − w_i h_i.
+    // Forward substitution, (I + Λ)μ = β ⊙ dŷ[v]: μ_i = g_i − β_i h_i with
+    // h_i = Σ_{j<i} G_ij μ_j; and dβ_i = η_i dŷ[v_i] − η_i h_i. wk.lam
+    // holds μ.
     for i in 0..len {
         let dyv = wk.dy[ep.values[i]];
         let g = wk.gram.row(i);
@@ -210,7 +212,7 @@ pub(super) fn delta_episode(
         wk.lam[i] = wk.beta[i] * dyv - wk.beta[i] * h;
         wk.dbeta[i] = wk.s[i] * (dyv - h);
     }
-    // dk̄_i = a_i Σ_{j<i} λ_j k̄_j + λ_i (Σ_{j>i} a_j k̄_j + q̄), a = −β ⊙ w.
+    // dk̄_i = a_i Σ_{j<i} μ_j k̄_j + μ_i (Σ_{j>i} a_j k̄_j + q̄), a = −β ⊙ η.
     wk.acc.fill(0.0);
     for i in 0..len {
         let a = -wk.ds[i];
@@ -221,7 +223,7 @@ pub(super) fn delta_episode(
         }
         axpy(wk.lam[i], kb.row(i).as_slice().expect("rows"), &mut wk.acc);
     }
-    // The prefix sum over all t is dq̄ = Σ λ_t k̄_t.
+    // The prefix sum over all t is dq̄ = Σ μ_t k̄_t.
     wk.dfq.copy_from_slice(&wk.acc);
     wk.acc.copy_from_slice(&wk.qb);
     for i in (0..len).rev() {
@@ -297,12 +299,12 @@ fn fwm_features_back(
     }
 }
 
-/// One fwm write into the row-major (n, p) memory `w`, as
-/// [`crate::paper::retrieval::model::fwm_write`]: W += β (v − W f) fᵀ,
-/// then W /= max(1, ‖W‖_F) unless `first`. Returns the scale.
+/// One fwm write into the row-major (n, p) memory `s`, as
+/// [`crate::paper::retrieval::model::fwm_write`]: S += β (v − S f) fᵀ,
+/// then S /= ρ = max(1, ‖S‖_F) unless `first`. Returns ρ.
 #[inline(always)]
 pub(super) fn fwm_write(
-    w: &mut [f32],
+    s: &mut [f32],
     f: &[f32],
     v: usize,
     beta: f32,
@@ -310,18 +312,18 @@ pub(super) fn fwm_write(
 ) -> f32 {
     let p = f.len();
     let mut sq = 0.0;
-    for (u, row) in w.chunks_exact_mut(p).enumerate() {
+    for (u, row) in s.chunks_exact_mut(p).enumerate() {
         let target = if u == v { 1.0 } else { 0.0 };
         let c = beta * (target - dot(row, f));
         axpy(c, f, row);
         sq += dot(row, row);
     }
-    let s = if first { 1.0 } else { sq.sqrt().max(1.0) };
-    if s > 1.0 {
-        let inv = 1.0 / s;
-        w.iter_mut().for_each(|x| *x *= inv);
+    let rho = if first { 1.0 } else { sq.sqrt().max(1.0) };
+    if rho > 1.0 {
+        let inv = 1.0 / rho;
+        s.iter_mut().for_each(|x| *x *= inv);
     }
-    s
+    rho
 }
 
 /// A layer norm without gain or bias, x into y; returns √(var + ε).
@@ -338,7 +340,7 @@ pub(super) fn layer_norm(x: &[f32], y: &mut [f32]) -> f32 {
 }
 
 /// The fwm baseline read at the query, forward and backward, on an
-/// explicit memory: the forward pass keeps every W_t in `wk.hist`, the
+/// explicit memory: the forward pass keeps every S_t in `wk.hist`, the
 /// backward pass walks them from the last to the first.
 #[inline(always)]
 pub(super) fn fwm_episode(
@@ -381,7 +383,7 @@ pub(super) fn fwm_episode(
     for ((x, &g), &y) in wk.xr.iter_mut().zip(&wk.dy).zip(&wk.y) {
         *x = (g - mean - y * along) / root;
     }
-    // dφ(q) = W_Lᵀ dx and G = dx φ(q)ᵀ.
+    // dφ(q) = S_Nᵀ dx and D = dx φ(q)ᵀ (in wk.big_g).
     wk.dfq.fill(0.0);
     for (u, row) in last.chunks_exact(p).enumerate() {
         axpy(wk.xr[u], row, &mut wk.dfq);
@@ -393,7 +395,7 @@ pub(super) fn fwm_episode(
     for t in (0..len).rev() {
         let s = wk.scales[t];
         if s > 1.0 {
-            // dA = (G − (G·W_t) W_t) / s_t
+            // dL/dS′_t = (D − ⟨D, S_t⟩ S_t) / ρ_t
             let w = &wk.hist[(t + 1) * np..(t + 2) * np];
             let along = dot(&wk.big_g, w);
             let inv = 1.0 / s;
@@ -418,7 +420,7 @@ pub(super) fn fwm_episode(
             dbeta += wk.res[u] * wk.gk[u];
         }
         wk.dbeta[t] = dbeta;
-        // dL/df = β (Gᵀ r − W_{t−1}ᵀ G f); then G ← G − β (G f) fᵀ.
+        // dL/df = β (Dᵀ r − S_{t−1}ᵀ D f); then D ← D − β (D f) fᵀ.
         let mut df = wk.dfk.row_mut(t);
         let df = df.as_slice_mut().expect("row-major");
         df.fill(0.0);

@@ -203,9 +203,9 @@ fn association(
 #[test]
 fn at_beta_norm_squared_one_the_write_projects_onto_the_matrices_that_map_the_key_to_the_value()
  {
-    // W' k̄ = v exactly, and the change W' − W is orthogonal (in the
+    // S' k̄ = v exactly, and the change S' − S is orthogonal (in the
     // Frobenius inner product) to every X with X k̄ = 0: it is the
-    // orthogonal projection of W onto {W : W k̄ = v}.
+    // orthogonal projection of S onto {S : S k̄ = v}.
     for seed in 0..10 {
         for (m, p, normalised) in [(1, 1, true), (4, 8, false), (6, 5, true)] {
             let (w, k, v) = association(seed, m, p, normalised);
@@ -260,7 +260,7 @@ fn the_regression_gradient_matches_central_differences() {
 
 #[test]
 fn the_delta_write_is_one_gradient_step_on_the_regression_loss() {
-    // W − β (W k̄ − v) k̄ᵀ = W + β (v − W k̄) k̄ᵀ: the same matrix, for
+    // S − β (S k̄ − v) k̄ᵀ = S + β (v − S k̄) k̄ᵀ: the same matrix, for
     // any memory, any key (normalised or not), any value and any β.
     for seed in 0..10 {
         for (m, p, normalised) in [(1, 1, true), (4, 8, false), (6, 5, true)] {
@@ -404,7 +404,7 @@ fn with_beta_norm_squared_two_the_transition_is_a_householder_reflection() {
 
 #[test]
 fn a_delta_write_moves_the_read_beta_times_norm_squared_of_the_way() {
-    // W' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key:
+    // S' k̄ − v = (1 − β‖k̄‖²)(v̄ − v), for any memory and any key:
     // sum-normalised, raw Gaussian, and long (‖k‖² up to about 50).
     for seed in 0..10 {
         for (p, m, key) in
@@ -574,8 +574,8 @@ fn the_decayed_write_fades_every_association_by_a() {
 
 #[test]
 fn a_z_normalised_read_divides_an_overwritten_value_by_the_number_of_writes() {
-    // One key written n times with β = 1: W k̄ = v_n, but z = n k̄, so
-    // the read W q̄ / zᵀ q̄ at q̄ = k̄ is v_n / n. Sum normalisation alone
+    // One key written n times with β = 1: S k̄ = v_n, but z = n k̄, so
+    // the read S q̄ / zᵀ q̄ at q̄ = k̄ is v_n / n. Sum normalisation alone
     // reads v_n.
     for seed in 0..5 {
         for (p, m) in [(2, 1), (8, 4), (16, 3)] {
