@@ -485,8 +485,13 @@ function excerptProblem(text) {
   const tex = /\\(?:mathbf|mathcal|mathbb|boldsymbol|operatorname|frac|sqrt|sum|prod|top|cdot|times|left|right|text|bar|hat|tilde|alpha|beta|gamma|delta|phi|varphi|sigma|ell|quad|qquad|leq?|geq?)(?![a-zA-Z])/.exec(text);
   if (tex) return `TeX source "${tex[0]}"`;
   if (text.includes('\u200b')) return "KaTeX's visible HTML (a zero-width space)";
-  // Words without the punctuation that follows them.
-  const words = text.split(/\s+/).map((w) => w.replace(/[.,;:!?)]+$/u, '')).filter(Boolean);
+  // Words without the punctuation that follows them; punctuation standing
+  // alone is kept as a word, so a list of symbols ("μ , μ ′") is not read
+  // as one symbol twice.
+  const words = text
+    .split(/\s+/)
+    .map((w) => w.replace(/[.,;:!?)]+$/u, '') || w)
+    .filter(Boolean);
   const symbol = (w) => /[\u0370-\u03FF\u2200-\u22FF\u00D7]/u.test(w);
   const mathy = (w) => /^[A-Za-z]$/.test(w) || symbol(w);
   for (const k of [1, 4, 5, 6]) {
