@@ -113,10 +113,16 @@ impl InputError {
     /// The same error, its row counted from `rows` earlier: for a check
     /// made on one chunk of a longer sequence.
     pub fn below(self, rows: usize) -> InputError {
+        self.shifted(rows, 0)
+    }
+
+    /// The same error, its row counted from `rows` earlier and its column
+    /// from `cols` earlier: for a check made on one block of a matrix.
+    pub fn shifted(self, rows: usize, cols: usize) -> InputError {
         match self {
             InputError::Overflow { name, at, value } => InputError::Overflow {
                 name,
-                at: [at[0] + rows, at[1]],
+                at: [at[0] + rows, at[1] + cols],
                 value,
             },
             InputError::NonPositive { name, at, value } => {

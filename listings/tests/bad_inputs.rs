@@ -692,3 +692,202 @@ fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
     }
     assert!(ok > 0 && refused > 0, "{ok} ok, {refused} refused");
 }
+
+// Issue 27: the classes of input an independent reference found to give a
+// silent NaN, a silent wrong answer, a silent loss of accuracy or a panic.
+
+#[test]
+fn tiled_softmax_and_decode_at_f64_refuse_scores_that_overflow() {
+    use listings::m3::cost::{KvCache, softmax_attention_tiled};
+    // Finite queries and keys near 1e160: the plain softmax refuses them,
+    // and so must the tiled form and the decode step (no NaN in an Ok).
+    let [q, k, v] = running_example(1e160);
+    for block in [1, 4, 12, 100] {
+        let err = softmax_attention_tiled(&q, &k, &v, block).unwrap_err();
+        assert!(err.to_string().contains("overflow: Q Kᵀ / √d"), "{err}");
+    }
+    let mut cache = KvCache::new(8, 8);
+    let err = (0..12)
+        .find_map(|t| cache.decode(&q.row(t), &k.row(t), &v.row(t)).err())
+        .expect("an overflow at some step");
+    assert!(err.to_string().starts_with("overflow"), "{err}");
+    assert_eq!(cache.keys.nrows(), 0, "a refused step caches nothing");
+    // Scores near 1e300 are finite: both forms then read what the plain
+    // softmax reads (a near one-hot choice), no NaN.
+    let [q, k, v] = running_example(1e150);
+    let plain = softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
+    let tiled = softmax_attention_tiled(&q, &k, &v, 5).unwrap();
+    assert!(plain.all_finite());
+    assert!((&tiled - &plain).iter().all(|x| x.abs() < 1e-12));
+    let mut cache = KvCache::new(8, 8);
+    for t in 0..12 {
+        let o = cache.decode(&q.row(t), &k.row(t), &v.row(t)).unwrap();
+        assert!((&o - &plain.row(t)).iter().all(|x| x.abs() < 1e-12));
+    }
+}
+
+#[test]
+fn f32_tiled_and_blocked_softmax_refuse_scores_that_overflow_f32() {
+    use listings::fast::softmax::{
+        softmax_attention_blocks_f32, softmax_attention_tiled_f32,
+    };
+    // Scores near 1e40 overflow f32: an error, not the running mean of the
+    // values that a NaN exponent clamped to −126 would give.
+    let [q, k, v] = running_example(1e20).map(|a| f32s(&a));
+    let refused = |r: Result<Array2<f32>, InputError>| {
+        let err = r.unwrap_err();
+        assert!(matches!(err, InputError::Overflow { .. }), "{err}");
+    };
+    refused(softmax_attention_tiled_f32(&q, &k, &v));
+    for (queries, keys) in [(1, 1), (2, 4), (4, 8), (16, 32)] {
+        refused(softmax_attention_blocks_f32(&q, &k, &v, queries, keys));
+    }
+    // Near 1e36 the scores still fit f32: the answer is the f64 one.
+    let [q, k, v] = running_example(1e18);
+    let want = softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
+    let [q, k, v] = [&q, &k, &v].map(f32s);
+    for (queries, keys) in [(1, 1), (4, 8), (256, 512)] {
+        let got =
+            softmax_attention_blocks_f32(&q, &k, &v, queries, keys).unwrap();
+        let gap = (&got.mapv(f64::from) - &want).mapv(f64::abs);
+        assert!(gap.iter().all(|&x| x < 1e-5), "{queries}×{keys}: {gap}");
+    }
+}
+
+#[test]
+fn delta_rules_read_tiny_keys_as_they_read_keys_of_unit_scale() {
+    use listings::fast::rules::{rule_chunkwise_f32, rule_recurrent_f32};
+    // Unit keys and queries do not depend on the scale of k and q: keys and
+    // queries of 1e-160 must give the answer of keys of scale 1, to
+    // rounding, in every form and at f32 (scaled to 1e-30) as at f64.
+    let [q, k, v] = running_example(1.0);
+    let alpha = Array1::from_shape_fn(12, |t| 0.9 + 0.008 * t as f64);
+    let beta = Array1::from_shape_fn(12, |t| 0.2 + 0.06 * t as f64);
+    let rules = [
+        Rule::Delta(beta.clone()),
+        Rule::GatedDelta {
+            alpha: alpha.clone(),
+            beta: beta.clone(),
+        },
+    ];
+    for rule in &rules {
+        let want = rule_recurrent(rule, &q, &k, &v).unwrap().output;
+        for scale in [1e-160, 1e-300, 1e150] {
+            let (qs, ks) = (&q * scale, &k * scale);
+            let got = [
+                rule_recurrent(rule, &qs, &ks, &v).unwrap().output,
+                rule_chunkwise(rule, &qs, &ks, &v, 5).unwrap().output,
+            ];
+            for got in got {
+                let gap = (&got - &want).mapv(f64::abs);
+                let worst = gap.fold(0.0, |a: f64, &b| a.max(b));
+                assert!(worst < 1e-12, "{} at {scale}: {worst}", rule.name());
+            }
+        }
+        let (q32, k32, v32) =
+            (f32s(&(&q * 1e-30)), f32s(&(&k * 1e-30)), f32s(&v));
+        let got = [
+            rule_recurrent_f32(rule, &q32, &k32, &v32).unwrap(),
+            rule_chunkwise_f32(rule, &q32, &k32, &v32, 5).unwrap(),
+        ];
+        for got in got {
+            let gap = (&got.mapv(f64::from) - &want).mapv(f64::abs);
+            let worst = gap.fold(0.0, |a: f64, &b| a.max(b));
+            assert!(worst < 1e-5, "{} at f32: {worst}", rule.name());
+        }
+    }
+    // The sum-normalised delta rule of the paper: features of 1e-160.
+    let (phi_q, phi_k) = (elu(&q), elu(&k));
+    let want = delta_rule_recurrent(&phi_q, &phi_k, &v, &beta).unwrap();
+    let (tq, tk) = (&phi_q * 1e-160, &phi_k * 1e-160);
+    for got in [
+        delta_rule_recurrent(&tq, &tk, &v, &beta).unwrap(),
+        delta_rule_chunkwise(&tq, &tk, &v, &beta, 5).unwrap(),
+    ] {
+        let gap = (&got.output - &want.output).mapv(f64::abs);
+        assert!(gap.iter().all(|&x| x < 1e-12), "{gap}");
+    }
+}
+
+#[test]
+fn backward_passes_refuse_what_the_forward_forms_refuse() {
+    use listings::m3::schedules::{
+        linear_attention_backward, linear_attention_parallel_backward,
+    };
+    let [q, k, v] = running_example(1.0);
+    let g = running_example(2.0)[2].clone();
+    let (phi_q, phi_k) = (elu(&q), elu(&k));
+    type Backward =
+        fn(
+            &ArrayRef2<f64>,
+            &ArrayRef2<f64>,
+            &ArrayRef2<f64>,
+            &ArrayRef2<f64>,
+        ) -> Result<listings::m3::schedules::Gradients, InputError>;
+    let forms: [Backward; 2] = [
+        linear_attention_backward,
+        linear_attention_parallel_backward,
+    ];
+    for backward in forms {
+        // Negative features: the forward forms name the first one.
+        let err = backward(&q, &k, &v, &g).err().unwrap();
+        assert!(
+            matches!(err, InputError::Outside { value, .. } if value < 0.0),
+            "{err}"
+        );
+        // A query with no feature switched on: Z_t = 0, an error, no NaN.
+        let mut zero_q = phi_q.clone();
+        zero_q.row_mut(3).fill(0.0);
+        let err = backward(&zero_q, &phi_k, &v, &g).err().unwrap();
+        assert!(
+            matches!(err, InputError::NonPositive { at: 3, .. }),
+            "{err}"
+        );
+        // Features near 1e160: the denominators overflow, as forward.
+        let (hq, hk) = (&phi_q * 1e160, &phi_k * 1e160);
+        let err = backward(&hq, &hk, &v, &g).err().unwrap();
+        assert!(err.to_string().starts_with("overflow"), "{err}");
+        // Good features: finite gradients.
+        let grads = backward(&phi_q, &phi_k, &v, &g).unwrap();
+        assert!(grads.phi_q.all_finite() && grads.phi_k.all_finite());
+        assert!(grads.v.all_finite());
+    }
+}
+
+#[test]
+fn affine_chunkwise_refuses_chunk_zero_and_mismatched_shapes() {
+    use listings::m3::schedules::{AffineStep, affine_chunkwise};
+    let step = |p: usize, m: usize| AffineStep {
+        h: Array2::eye(p) * 0.5,
+        b: Array2::ones((m, p)),
+    };
+    let steps = vec![step(3, 2), step(3, 2), step(3, 2)];
+    let s0 = Array2::zeros((2, 3));
+    let err = affine_chunkwise(&steps, &s0, 0).unwrap_err();
+    assert!(matches!(err, InputError::BadParameter { .. }), "{err}");
+    // A state of the wrong width, a transition not square, an input of
+    // another shape: each an error naming the operand.
+    for (steps, s0) in [
+        (steps.clone(), Array2::zeros((2, 4))),
+        (vec![step(3, 2), step(4, 2)], Array2::zeros((2, 3))),
+        (vec![step(3, 2), step(3, 5)], Array2::zeros((2, 3))),
+        (
+            vec![AffineStep {
+                h: Array2::zeros((3, 2)),
+                b: Array2::zeros((2, 3)),
+            }],
+            Array2::zeros((2, 3)),
+        ),
+    ] {
+        for chunk in [1, 2, 5] {
+            let err = affine_chunkwise(&steps, &s0, chunk).unwrap_err();
+            assert!(matches!(err, InputError::ShapeMismatch { .. }), "{err}");
+        }
+    }
+    // Non-finite entries are named too; good steps give finite states.
+    let mut bad = steps.clone();
+    bad[1].b[[0, 0]] = f64::NAN;
+    assert!(affine_chunkwise(&bad, &s0, 2).is_err());
+    let states = affine_chunkwise(&steps, &s0, 2).unwrap();
+    assert_eq!(states.len(), 2);
+}

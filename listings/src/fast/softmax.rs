@@ -6,7 +6,7 @@
 //! of scores, never the N × N matrix.
 
 use super::general_mat_mul;
-use crate::input::{InputError, check_qkv};
+use crate::input::{InputError, check_qkv, finite};
 use crate::m3::cost::check_block;
 use ndarray::{Array2, ArrayRef2, s};
 
@@ -187,6 +187,13 @@ pub fn softmax_attention_blocks_f32(
             general_mat_mul(1.0, &q_b, &k_b.t(), 0.0, &mut p); // scores
             let out = &mut o.as_slice_mut().expect("new")[start * m..][..r * m];
             let p = &mut scores.as_slice_mut().expect("new")[..r * stride];
+            if let Some((i, j, x)) = overflow(p, stride, cols.len()) {
+                return Err(InputError::Overflow {
+                    name: "the scores Q Kᵀ log₂e / √d",
+                    at: [start + i, first + j],
+                    value: f64::from(x),
+                });
+            }
             online_softmax_rows_wide(
                 p,
                 stride,
@@ -205,6 +212,26 @@ pub fn softmax_attention_blocks_f32(
             o_t.mapv_inplace(|x| x / l);
         }
     }
-    Ok(o)
+    finite("O", o)
 }
 // ANCHOR_END: softmax_attention_tiled_f32
+
+/// The first score that is not finite (a product that overflowed f32), as
+/// (row, column, value), in rows of `stride` floats whose first `columns`
+/// are this block's; the rest hold finite numbers from earlier blocks, so
+/// one branch-free pass over all of them (it vectorises) finds whether
+/// there is one, and a search runs only then.
+fn overflow(
+    p: &[f32],
+    stride: usize,
+    columns: usize,
+) -> Option<(usize, usize, f32)> {
+    if p.iter().map(|x| u32::from(!x.is_finite())).sum::<u32>() == 0 {
+        return None;
+    }
+    let rows = p.chunks(stride).map(|row| &row[..columns]).enumerate();
+    rows.into_iter().find_map(|(i, row)| {
+        let j = row.iter().position(|x| !x.is_finite())?;
+        Some((i, j, row[j]))
+    })
+}

@@ -10,7 +10,7 @@
 pub mod study;
 
 use crate::causal::mask_future;
-use crate::input::{InputError, check_qkv, same_cols};
+use crate::input::{InputError, check_qkv, finite, same_cols};
 use crate::m3::attention::softmax_rows;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, ArrayView2, Axis, s};
 
@@ -47,7 +47,21 @@ impl KvCache {
         self.values.append(Axis(0), v).expect("widths checked");
         let d = self.keys.ncols() as f64;
         let scores = q.dot(&self.keys.t()) / d.sqrt(); // (1, t)
-        Ok(softmax_rows(&scores).row(0).dot(&self.values)) // (m)
+        let read = finite("k_jᵀq_t / √d", scores) // as softmax_attention
+            .and_then(|s| {
+                finite("o_t", softmax_rows(&s).row(0).dot(&self.values))
+            });
+        if read.is_err() {
+            self.forget_last(); // a refused step leaves the cache as it was
+        }
+        read // o_t: (m)
+    }
+
+    /// Drop the last token's key and value.
+    fn forget_last(&mut self) {
+        let t = self.keys.nrows() - 1;
+        self.keys = self.keys.slice(s![..t, ..]).to_owned();
+        self.values = self.values.slice(s![..t, ..]).to_owned();
     }
 
     /// Floats held: t·d for the keys plus t·m for the values.
@@ -81,7 +95,9 @@ pub fn softmax_attention_tiled(
         let mut out = o.slice_mut(s![rows.clone(), ..]); // unnormalised
         for keys in (0..=start).step_by(block) {
             let cols = keys..(keys + block).min(n);
-            let mut p = q_b.dot(&k.slice(s![cols.clone(), ..]).t()) * scale;
+            let scores = q_b.dot(&k.slice(s![cols.clone(), ..]).t()) * scale;
+            let mut p = finite("Q Kᵀ / √d", scores) // as softmax_attention
+                .map_err(|e| e.shifted(start, keys))?;
             if keys == start {
                 mask_future(&mut p, f64::NEG_INFINITY); // the diagonal block
             }
@@ -97,7 +113,7 @@ pub fn softmax_attention_tiled(
         }
         out /= &denominator.insert_axis(Axis(1));
     }
-    Ok(o)
+    finite("O", o)
 }
 // ANCHOR_END: softmax_attention_tiled
 

@@ -14,8 +14,8 @@ pub mod study;
 
 use crate::causal::causal_scores;
 use crate::input::{
-    InputError, check_chunk, check_features, check_qkv, finite,
-    nonempty_finite, normalisers, same_cols, same_rows,
+    InputError, check_chunk, check_features, finite, nonempty_finite,
+    normaliser, normalisers, same_cols, same_rows,
 };
 use crate::m3::delete_softmax::{Memory, sequence_memory};
 use crate::m3::fast_weight_memory::fast_weight_write;
@@ -115,10 +115,12 @@ pub fn linear_attention_parallel_backward(
     v: &ArrayRef2<f64>,
     grad_o: &ArrayRef2<f64>,
 ) -> Result<Gradients, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?; // as the forward forms
     check_grad_o(grad_o, v)?;
     let p = causal_scores(phi_q, phi_k); // (N, N)
-    let z = p.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
+    let z = p.sum_axis(Axis(1));
+    normalisers("z_tᵀφ(q_t)", &z)?; // every one > 0
+    let z = z.insert_axis(Axis(1)); // (N, 1)
     let o = p.dot(v) / &z;
     let g_bar = &grad_o.view() / &z; // ∂L/∂(numerator)
     let c = -(&g_bar * &o).sum_axis(Axis(1)); // ∂L/∂Z, per row
@@ -129,9 +131,9 @@ pub fn linear_attention_parallel_backward(
         }
     });
     Ok(Gradients {
-        phi_q: grad_p.dot(phi_k),
-        phi_k: grad_p.t().dot(phi_q),
-        v: p.t().dot(&g_bar),
+        phi_q: finite("∂φ(q)", grad_p.dot(phi_k))?,
+        phi_k: finite("∂φ(k)", grad_p.t().dot(phi_q))?,
+        v: finite("∂v", p.t().dot(&g_bar))?,
     })
 }
 // ANCHOR_END: linear_attention_parallel_backward
@@ -150,7 +152,7 @@ pub fn linear_attention_backward(
     v: &ArrayRef2<f64>,
     grad_o: &ArrayRef2<f64>,
 ) -> Result<Gradients, InputError> {
-    check_qkv(phi_q, phi_k, v, true)?;
+    check_features(phi_q, phi_k, v, true)?; // as the forward forms
     check_grad_o(grad_o, v)?;
     let (n, p, m) = (phi_q.nrows(), phi_q.ncols(), v.ncols());
     let mut grads = Gradients {
@@ -160,22 +162,23 @@ pub fn linear_attention_backward(
     };
     // ḡ_t and c_t from the state S_t, z_t that token t read.
     let pull = |s: &Array2<f64>, z: &Array1<f64>, t: usize| {
-        let (q, den) = (phi_q.row(t), z.dot(&phi_q.row(t))); // Z_t
+        let q = phi_q.row(t);
+        let den = normaliser("z_tᵀφ(q_t)", t, z.dot(&q))?; // Z_t > 0
         let g_bar = &grad_o.row(t) / den;
         let c = -g_bar.dot(&s.dot(&q)) / den; // −ḡ_t · o_t
-        (g_bar, c)
+        Ok::<_, InputError>((g_bar, c))
     };
     let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
     for t in 0..n {
         fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // S_t
         z += &phi_k.row(t); // z_t
-        let (g_bar, c) = pull(&s, &z, t);
+        let (g_bar, c) = pull(&s, &z, t)?;
         let grad_q = s.t().dot(&g_bar) + &z * c;
         grads.phi_q.row_mut(t).assign(&grad_q);
     }
     let (mut r_mat, mut r) = (Array2::zeros((m, p)), Array1::zeros(p));
     for t in (0..n).rev() {
-        let (g_bar, c) = pull(&s, &z, t); // S, z are S_t, z_t here
+        let (g_bar, c) = pull(&s, &z, t)?; // S, z are S_t, z_t here
         fast_weight_write(&mut r_mat, &g_bar, &phi_q.row(t)); // R += ḡ φ(q)ᵀ
         r.scaled_add(c, &phi_q.row(t)); // r += c φ(q)
         let grad_k = r_mat.t().dot(&v.row(t)) + &r;
@@ -184,7 +187,11 @@ pub fn linear_attention_backward(
         fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t)); // undo
         z -= &phi_k.row(t);
     }
-    Ok(grads)
+    Ok(Gradients {
+        phi_q: finite("∂φ(q)", grads.phi_q)?,
+        phi_k: finite("∂φ(k)", grads.phi_k)?,
+        v: finite("∂v", grads.v)?,
+    })
 }
 // ANCHOR_END: linear_attention_backward
 
@@ -233,8 +240,9 @@ pub fn affine_chunkwise(
     steps: &[AffineStep],
     s0: &ArrayRef2<f64>,
     chunk: usize,
-) -> Vec<Array2<f64>> {
-    assert!(chunk > 0, "a chunk holds at least one step");
+) -> Result<Vec<Array2<f64>>, InputError> {
+    check_chunk(chunk)?;
+    check_affine(steps, s0)?;
     let mut state = s0.to_owned();
     let mut states = Vec::new();
     for group in steps.chunks(chunk) {
@@ -242,11 +250,36 @@ pub fn affine_chunkwise(
             .iter()
             .fold(group[0].clone(), |acc, step| acc.then(step));
         state = folded.apply(&state); // one step per chunk
-        states.push(state.clone());
+        states.push(finite("S", state.clone())?);
     }
-    states
+    Ok(states)
 }
 // ANCHOR_END: affine_chunkwise
+
+/// The checks of `affine_chunkwise`: a finite S_0: (m, p), and every step
+/// finite with H_t: (p, p) and B_t: (m, p).
+fn check_affine(
+    steps: &[AffineStep],
+    s0: &ArrayRef2<f64>,
+) -> Result<(), InputError> {
+    nonempty_finite("s0", s0)?;
+    let (m, p) = s0.dim();
+    let want = |name, shape: [usize; 2], a: &Array2<f64>| {
+        nonempty_finite(name, a)?;
+        if a.dim() == (shape[0], shape[1]) {
+            return Ok(());
+        }
+        Err(InputError::ShapeMismatch {
+            left: (name, [a.nrows(), a.ncols()]),
+            right: ("s0", [m, p]),
+            rule: "S_0: (m, p) takes steps with H_t: (p, p) and B_t: (m, p)",
+        })
+    };
+    steps.iter().try_for_each(|step| {
+        want("H_t", [p, p], &step.h)?;
+        want("B_t", [m, p], &step.b)
+    })
+}
 
 // ANCHOR: loglog_slope
 /// The slope κ of the least-squares line ln time = κ ln N + c through the

@@ -183,16 +183,19 @@ fn strengths_in_range(x: &Array2<f64>) -> Result<(), InputError> {
     first_outside("beta", x, |b| (0.0..=1.0).contains(&b), "[0, 1]")
 }
 
-/// Rows scaled to unit length; a row of length 0 (or one whose square
-/// overflows) is an error naming it.
+/// Rows scaled to unit length; a row of length 0 is an error naming it.
+/// Each row is first divided by its largest magnitude, so no square
+/// underflows (entries near 1e-160) or overflows (near 1e160).
 fn unit_rows_checked(
     name: &'static str,
     x: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
     let mut out = x.to_owned();
     for (t, mut row) in out.rows_mut().into_iter().enumerate() {
-        let len = crate::input::normaliser(name, t, row.dot(&row).sqrt())?;
-        row /= len;
+        let largest = row.fold(0.0, |a: f64, &b| a.max(b.abs()));
+        crate::input::normaliser(name, t, largest)?;
+        row /= largest; // entries in [−1, 1], one of them ±1
+        row /= row.dot(&row).sqrt(); // a length in [1, √p]
     }
     Ok(out)
 }

@@ -326,7 +326,12 @@ pub fn delta_rule_backward(
         grads.k_bar.row_mut(t).assign(&grad_k);
         fast_weight_write(&mut d, &(&grad_u * -beta[t]), &k); // D H_t
     }
-    Ok(grads)
+    Ok(DeltaGradients {
+        q_bar: finite("∂q̄", grads.q_bar)?,
+        k_bar: finite("∂k̄", grads.k_bar)?,
+        v: finite("∂v", grads.v)?,
+        beta: finite("∂β", grads.beta)?,
+    })
 }
 // ANCHOR_END: delta_rule_backward
 
