@@ -1,8 +1,10 @@
 //! Every listing that takes data, fed random bad inputs: NaN, ±∞, huge
-//! but finite entries (whose products overflow), all-zero and negative
-//! rows (normalisers at or below zero), wrong shapes, empty sequences and
-//! chunk size 0. Each call must return Ok with only finite numbers or a
-//! clear `InputError`; never a panic, never a NaN.
+//! but finite entries (whose products overflow), tiny ones (whose squares
+//! underflow), all-zero and negative rows (normalisers at or below zero),
+//! wrong shapes, empty sequences, chunk size 0 and chunks longer than the
+//! sequence, gates and write strengths of exactly 0 and 1. Each call must
+//! return Ok with only finite numbers or a clear `InputError`; never a
+//! panic, never a NaN.
 //!
 //! The cases come from a seeded generator, so a failure names a case that
 //! can be replayed; each test also checks that both outcomes occur, so it
@@ -70,15 +72,18 @@ struct Case {
 struct Range {
     max: f64,
     huge: f64,
+    tiny: f64,
 }
 
 const F64: Range = Range {
     max: f64::MAX,
     huge: 1e160,
+    tiny: 1e-160,
 };
 const F32: Range = Range {
     max: f32::MAX as f64,
     huge: 1e20,
+    tiny: 1e-25,
 };
 
 const CASES: u64 = 400;
@@ -109,9 +114,9 @@ fn cases(range: Range) -> impl Iterator<Item = Case> {
         let mut v = draw(nv, m.max(1), &mut rng);
         let mut beta =
             Array1::from_shape_fn(nk, |_| rng.random_range(0.0..1.0));
-        let chunk = rng.random_range(0..=4);
+        let chunk = [0, 1, 2, 3, 4, 100][rng.random_range(0..6)];
         let target = rng.random_range(0..=n);
-        let damage = rng.random_range(0..10);
+        let damage = rng.random_range(0..12);
         let which = rng.random_range(0..3);
         let label = match damage {
             0 => "clean".to_string(),
@@ -161,11 +166,20 @@ fn cases(range: Range) -> impl Iterator<Item = Case> {
                 v.fill(range.max);
                 "every entry the largest finite number".to_string()
             }
-            _ => {
+            9 => {
                 if !beta.is_empty() {
                     beta[0] = f64::NAN;
                 }
                 "NaN in beta".to_string()
+            }
+            10 => {
+                q *= range.tiny;
+                k *= range.tiny;
+                "tiny q and k".to_string()
+            }
+            _ => {
+                beta.mapv_inplace(|b| if b < 0.5 { 0.0 } else { 1.0 });
+                "beta (and gates 1 − beta) exactly 0 or 1".to_string()
             }
         };
         let label = format!(
@@ -890,4 +904,160 @@ fn affine_chunkwise_refuses_chunk_zero_and_mismatched_shapes() {
     assert!(affine_chunkwise(&bad, &s0, 2).is_err());
     let states = affine_chunkwise(&steps, &s0, 2).unwrap();
     assert_eq!(states.len(), 2);
+}
+
+// The listings the first version of this file left out: the backward
+// passes, the tiled softmax and its decode step at f64, the f32 tiled and
+// blocked softmax, the f32 rules and the affine recurrence.
+
+impl AllFinite for Array1<f32> {
+    fn all_finite(&self) -> bool {
+        self.iter().all(|x| x.is_finite())
+    }
+}
+
+impl AllFinite for Vec<Array2<f64>> {
+    fn all_finite(&self) -> bool {
+        self.iter().all(|a| a.all_finite())
+    }
+}
+
+/// A gradient of the loss for each output: v's shape (or, damaged, one
+/// row short), entries from the case's seed.
+fn grad_out(c: &Case) -> Array2<f64> {
+    let rows = if c.label.contains("operand 2") {
+        c.v.nrows().saturating_sub(1)
+    } else {
+        c.v.nrows()
+    };
+    Array2::from_shape_fn((rows, c.v.ncols()), |(i, j)| {
+        ((i * 5 + j * 3) % 7) as f64 / 7.0 - 0.4
+    })
+}
+
+#[test]
+fn backward_passes_never_return_nan_nor_panic() {
+    use listings::m3::schedules::{
+        Gradients, linear_attention_backward,
+        linear_attention_parallel_backward,
+    };
+    use listings::paper::delta_rule::delta_rule_backward;
+    let all = |g: Gradients| {
+        ndarray::concatenate![ndarray::Axis(1), g.phi_q, g.phi_k, g.v]
+    };
+    never_nan_nor_panic(F64, |c| {
+        linear_attention_backward(&c.q, &c.k, &c.v, &grad_out(c)).map(all)
+    });
+    never_nan_nor_panic(F64, |c| {
+        let g = grad_out(c);
+        linear_attention_parallel_backward(&c.q, &c.k, &c.v, &g).map(all)
+    });
+    never_nan_nor_panic(F64, |c| {
+        let g = delta_rule_backward(&c.q, &c.k, &c.v, &c.beta, &grad_out(c))?;
+        let beta = g.beta.insert_axis(ndarray::Axis(1));
+        Ok(ndarray::concatenate![
+            ndarray::Axis(1),
+            g.q_bar,
+            g.k_bar,
+            g.v,
+            beta
+        ])
+    });
+}
+
+#[test]
+fn tiled_softmax_and_its_decode_step_never_return_nan_nor_panic() {
+    use listings::m3::cost::{KvCache, softmax_attention_tiled};
+    never_nan_nor_panic(F64, |c| {
+        softmax_attention_tiled(&c.q, &c.k, &c.v, c.chunk)
+    });
+    never_nan_nor_panic(F64, |c| {
+        let mut cache = KvCache::new(c.q.ncols(), c.v.ncols());
+        let mut out = Array2::zeros((c.q.nrows(), c.v.ncols()));
+        for t in 0..c.q.nrows().min(c.k.nrows()).min(c.v.nrows()) {
+            let o = cache.decode(&c.q.row(t), &c.k.row(t), &c.v.row(t))?;
+            ndarray::Zip::from(out.row_mut(t))
+                .and(&o)
+                .for_each(|a, &b| {
+                    *a = b;
+                });
+        }
+        Ok(out)
+    });
+}
+
+#[test]
+fn f32_tiled_and_blocked_softmax_never_return_nan_nor_panic() {
+    use listings::fast::softmax::{
+        softmax_attention_blocks_f32, softmax_attention_tiled_f32,
+    };
+    let f = |c: &Case| [f32s(&c.q), f32s(&c.k), f32s(&c.v)];
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        softmax_attention_tiled_f32(&q, &k, &v)
+    });
+    never_nan_nor_panic(F32, |c| {
+        let [q, k, v] = f(c);
+        // Blocks of chunk queries × 2 chunk keys (chunk 0: refused).
+        softmax_attention_blocks_f32(&q, &k, &v, c.chunk, 2 * c.chunk)
+    });
+}
+
+#[test]
+fn f32_rules_never_return_nan_nor_panic() {
+    use listings::fast::rules::{rule_chunkwise_f32, rule_recurrent_f32};
+    let f = |c: &Case| [f32s(&c.q), f32s(&c.k), f32s(&c.v)];
+    let rules = |c: &Case| {
+        let gate = c.beta.mapv(|b| 1.0 - b);
+        [
+            Rule::Sum,
+            Rule::ScalarDecay(gate.clone()),
+            Rule::Delta(c.beta.clone()),
+            Rule::GatedDelta {
+                alpha: gate,
+                beta: c.beta.clone(),
+            },
+        ]
+    };
+    for r in 0..4 {
+        never_nan_nor_panic(F32, |c| {
+            let [q, k, v] = f(c);
+            rule_recurrent_f32(&rules(c)[r], &q, &k, &v)
+        });
+        never_nan_nor_panic(F32, |c| {
+            let [q, k, v] = f(c);
+            rule_chunkwise_f32(&rules(c)[r], &q, &k, &v, c.chunk)
+        });
+    }
+}
+
+#[test]
+fn the_affine_recurrence_never_returns_nan_nor_panics() {
+    use listings::m3::schedules::{AffineStep, affine_chunkwise};
+    // Steps from the case: H_t = I − β_t k_t k_tᵀ (p = the width of k),
+    // B_t = v_t k_tᵀ, S_0 from q's first rows (the wrong shape when the
+    // widths of q and k differ, or q has too few rows).
+    never_nan_nor_panic(F64, |c| {
+        let (p, m) = (c.k.ncols(), c.v.ncols());
+        let steps: Vec<AffineStep> = (0..c.k.nrows().min(c.v.nrows()))
+            .map(|t| {
+                let (k, v) = (c.k.row(t), c.v.row(t));
+                let beta = c.beta.get(t).copied().unwrap_or(0.5);
+                let outer = |a: &ndarray::ArrayRef1<f64>, b| {
+                    let a = a.view().insert_axis(ndarray::Axis(1));
+                    a.dot(&ndarray::ArrayView1::insert_axis(
+                        b,
+                        ndarray::Axis(0),
+                    ))
+                };
+                AffineStep {
+                    h: Array2::eye(p) - outer(&k, k.view()) * beta,
+                    b: outer(&v, k.view()),
+                }
+            })
+            .collect();
+        let rows = m.min(c.q.nrows());
+        let s0 = c.q.slice(ndarray::s![..rows, ..]).to_owned();
+        affine_chunkwise(&steps, &s0, c.chunk)
+    });
 }
