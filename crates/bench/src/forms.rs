@@ -264,7 +264,7 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
 pub fn to_tsv(rows: &[Row], ceiling: f64, machine: &Machine) -> String {
     let mut out = format!(
         "# machine: {} ({} cores)\n# date: {}\n# command: cargo xtask bench \
-         (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
+         --commit (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
          GFLOP/s\n{}\n",
         machine.cpu,
         machine.cores,

@@ -1,7 +1,9 @@
 //! `cargo xtask bench`: time every schedule of the book at f32 on one
 //! thread, beside this machine's f32 matrix-multiply throughput (the
 //! ceiling), print a table and the targets' verdicts, and write the table
-//! as JSON to target/bench/. Built in release mode by xtask.
+//! as TSV and JSON to target/bench/. Built in release mode by xtask. The
+//! committed files under listings/data/ are rewritten only with
+//! `--commit`, so a reader's run never turns the test command red.
 //!
 //! Every form timed is a tested function of `listings::fast`: the fast
 //! forms, and f32 copies of the forms the book shows only in f64 (softmax
@@ -61,8 +63,9 @@ fn main() {
     let ceiling_points = ceiling();
     let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
     eprintln!("matmul ceiling: {first:.1} GFLOP/s ({ceiling_points:?})");
-    if std::env::args().nth(1).as_deref() == Some("crossover") {
-        return softmax_baseline(ceiling_points, started);
+    let commit = std::env::args().any(|a| a == "--commit");
+    if std::env::args().any(|a| a == "crossover") {
+        return softmax_baseline(ceiling_points, started, commit);
     }
 
     let (chunk_for, chunk_times) = choose_chunks();
@@ -83,10 +86,7 @@ fn main() {
     let table = render_table(&rows, ceiling);
     println!("{table}");
     let tsv = forms::to_tsv(&rows, ceiling, &machine);
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../listings/data/bench.tsv");
-    std::fs::write(committed, tsv).expect("bench.tsv written");
-    println!("wrote listings/data/bench.tsv");
+    println!("wrote {}", write_data("bench.tsv", &tsv, commit));
     println!("{}", after::render_rules(&after::time_rules()));
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
@@ -98,7 +98,8 @@ fn main() {
     );
     let crossover = crossover::measure("cargo xtask bench");
     println!("{}", crossover::render(&crossover));
-    let written = write_crossover(&crossover, false);
+    // The crossover's committed file is `bench crossover --commit`'s.
+    let written = write_data("crossover.tsv", &crossover.to_tsv(), false);
     println!("wrote {written}");
     let json = to_json(
         &machine,
@@ -126,39 +127,45 @@ fn main() {
 }
 
 /// `cargo xtask bench crossover`: the softmax targets, the decode table and
-/// the crossover lengths only, and the committed file rewritten.
-fn softmax_baseline(mut ceiling_points: Vec<(usize, f64)>, started: Instant) {
+/// the crossover lengths only; the committed file rewritten if `commit`.
+fn softmax_baseline(
+    mut ceiling_points: Vec<(usize, f64)>,
+    started: Instant,
+    commit: bool,
+) {
     let (d, n) = targets::AT;
     let rows = forms::time_softmax(d, n);
     let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
     eprintln!("{}", render_table(&rows, first));
-    let data = crossover::measure("cargo xtask bench crossover");
+    let data = crossover::measure(match commit {
+        true => "cargo xtask bench crossover --commit",
+        false => "cargo xtask bench crossover",
+    });
     ceiling_points.extend(timing::ceiling());
     let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
     eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
     println!("{}", render_table(&rows, ceiling));
     println!("{}", targets(&rows, ceiling, &[]));
     println!("{}", crossover::render(&data));
-    println!("wrote {}", write_crossover(&data, true));
+    println!(
+        "wrote {}",
+        write_data("crossover.tsv", &data.to_tsv(), commit)
+    );
     println!("in {:.0} s", started.elapsed().as_secs_f64());
 }
 
-/// Write the crossover measurements to target/bench/crossover.tsv, and
-/// over listings/data/crossover.tsv if `commit`; returns what was written.
-fn write_crossover(
-    data: &listings::appendix::speed::committed::CrossoverData,
-    commit: bool,
-) -> String {
+/// Write `tsv` to target/bench/`name`, and over listings/data/`name` too
+/// if `commit` (`cargo xtask bench --commit`); returns what was written.
+fn write_data(name: &str, tsv: &str, commit: bool) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = root.join("target/bench");
     std::fs::create_dir_all(&dir).expect("target/bench can be made");
-    let tsv = data.to_tsv();
-    std::fs::write(dir.join("crossover.tsv"), &tsv).expect("TSV written");
+    std::fs::write(dir.join(name), tsv).expect("TSV written");
     if commit {
-        let committed = root.join("listings/data/crossover.tsv");
-        std::fs::write(committed, &tsv).expect("TSV written");
-        "target/bench/crossover.tsv and listings/data/crossover.tsv".into()
+        let committed = root.join("listings/data").join(name);
+        std::fs::write(committed, tsv).expect("TSV written");
+        format!("target/bench/{name} and listings/data/{name}")
     } else {
-        "target/bench/crossover.tsv".into()
+        format!("target/bench/{name} (listings/data/ only with --commit)")
     }
 }

@@ -17,10 +17,11 @@
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
-//!                     the matmul ceiling; table + JSON in target/bench/,
-//!                     the table also over listings/data/bench.tsv
+//!                     the matmul ceiling; tables + JSON in target/bench/;
+//!                     `--commit` also rewrites listings/data/bench.tsv
 //! cargo xtask bench crossover   softmax against linear attention, prefill
-//!                     and decode; rewrites listings/data/crossover.tsv
+//!                     and decode, into target/bench/crossover.tsv
+//!                     (`--commit`: also listings/data/crossover.tsv)
 //! ```
 
 use std::process::ExitCode;
@@ -59,11 +60,13 @@ const USAGE: &str =
           matrix-multiply throughput, and a step of the retrieval trainer
           beside its f64 reference; prints tables and the target ratios,
           the decode table and where linear attention starts to win;
-          writes target/bench/latest.json and rewrites
-          listings/data/bench.tsv, the table Appendix E prints
+          writes target/bench/ (latest.json, bench.tsv, crossover.tsv);
+          with --commit also rewrites listings/data/bench.tsv, the table
+          Appendix E prints
   bench crossover  only the softmax targets, the decode table and the
-          crossover lengths (a few minutes); rewrites
-          listings/data/crossover.tsv, which Appendix E's figure reads";
+          crossover lengths (a few minutes), into target/bench/; with
+          --commit also listings/data/crossover.tsv, which Appendix E's
+          figure reads";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -130,17 +133,21 @@ fn retrieval() -> Result<(), Failure> {
 }
 
 fn bench() -> Result<(), Failure> {
-    match std::env::args().nth(2).as_deref() {
-        None => release_binary("benchmarking every schedule", "bench", &[]),
-        Some("crossover") => release_binary(
-            "timing softmax against linear attention, prefill and decode",
-            "bench",
-            &["crossover"],
-        ),
-        Some(other) => Err(Failure(format!(
-            "unknown bench `{other}` (none, or crossover)\n\n{USAGE}"
-        ))),
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    if let Some(other) = args
+        .iter()
+        .find(|a| !["crossover", "--commit"].contains(&a.as_str()))
+    {
+        return Err(Failure(format!(
+            "unknown bench argument `{other}` (crossover, --commit)\n\n{USAGE}"
+        )));
     }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let what = match args.contains(&"crossover") {
+        true => "timing softmax against linear attention, prefill and decode",
+        false => "benchmarking every schedule",
+    };
+    release_binary(what, "bench", &args)
 }
 
 /// Run one of `listings`' examples in release mode, announcing `what`.

@@ -175,11 +175,7 @@ fn dependencies_are_optimised_in_every_profile_and_products_use_one_thread() {
         book.contains(run),
         "the preprocessor runs in the dev profile"
     );
-    assert!(
-        xtask.contains(
-            r#"release_binary("benchmarking every schedule", "bench""#
-        )
-    );
+    assert!(xtask.contains(r#"release_binary(what, "bench", &args)"#));
     assert!(xtask.contains(r#"vec!["run", "--release","#));
     for toml in [workspace, listings] {
         assert!(!toml.contains("matrixmultiply-threading"));
@@ -256,16 +252,22 @@ fn the_committed_bench_times_every_form_it_does_not_skip() {
 fn in_the_committed_bench_the_recurrence_finishes_before_the_chunkwise_form() {
     // At both widths and every length; and at the width the book
     // prints, d = 64, it runs at no smaller a share of the ceiling at
-    // the longest length.
+    // the longest length. A claim about the committed run (a reader's
+    // `cargo xtask bench` writes to target/ and leaves this file alone),
+    // and with a margin of 5%, so that a run where the two forms tie
+    // within the noise of a timing is not committed as a win.
+    const MARGIN: f64 = 1.05;
     let data = BenchTable::committed();
     for d in [64, 32] {
         for n in [256, 1024, 4096, 16384] {
             let time = |form| data.median(form, d, n).expect("timed");
-            assert!(time("recurrent") < time("chunkwise"), "d {d}, N {n}");
+            let (rec, chunk) = (time("recurrent"), time("chunkwise"));
+            assert!(rec * MARGIN < chunk, "d {d}, N {n}: {rec} {chunk}");
         }
     }
     let rate = |form| data.gflops(form, 64, 16384).expect("timed");
-    assert!(rate("recurrent") >= rate("chunkwise"));
+    let (rec, chunk) = (rate("recurrent"), rate("chunkwise"));
+    assert!(rec >= chunk * MARGIN, "{rec} and {chunk} GFLOP/s");
 }
 
 #[test]
@@ -395,7 +397,7 @@ fn crossover_interpolates_where_the_time_ratio_crosses_one() {
 fn the_committed_crossover_file_records_both_families_at_every_length() {
     let data = CrossoverData::committed();
     assert!(!data.machine.is_empty() && data.date.len() == 10);
-    assert_eq!(data.command, "cargo xtask bench crossover");
+    assert!(data.command.starts_with("cargo xtask bench crossover"));
     // The forms compared: both softmax forms and the recurrent and
     // chunkwise forms (a few chunk sizes) for a sequence; the KV cache
     // and the state for one token.
