@@ -70,16 +70,26 @@ fn one_pass_of_either_rule_does_not_hold_two_random_associations() {
 
 #[test]
 fn replaying_the_delta_rule_lowers_its_error_up_to_p() {
+    // Lowers, not merely keeps: wherever one pass leaves an error (every
+    // n from 2 up to p), the replayed rule's error is lower by a tenth of
+    // it at least, so a replay that did nothing would fail here. At n = 1 one pass
+    // is already exact, and replaying keeps it so.
     for c in crate::paper::capacity_sweep::study::chapter_curves() {
+        let mut lowered = 0;
         for (i, &n) in NS.iter().enumerate() {
-            if n <= c.p {
-                assert!(
-                    c.delta_replayed[i] <= c.delta_once[i] + 1e-12,
-                    "{} n {n}",
-                    c.map.name()
-                );
+            let (once, replayed) = (c.delta_once[i], c.delta_replayed[i]);
+            let name = c.map.name();
+            if n > c.p {
+                continue;
             }
+            if once < 1e-9 {
+                assert!(replayed < 1e-9, "{name} n {n}: {replayed}");
+                continue;
+            }
+            assert!(replayed < 0.9 * once, "{name} n {n}: {replayed} {once}");
+            lowered += 1;
         }
+        assert!(lowered >= 2, "{}: {lowered} lengths", c.map.name());
     }
 }
 
