@@ -14,6 +14,9 @@ use listings::fast::{
     to_f32,
 };
 use listings::m3::cost::softmax_attention_tiled;
+use listings::m3::delete_softmax::{
+    linear_attention_memory_first, linear_attention_scores_first,
+};
 use listings::m3::fast_weight_memory::{
     linear_attention_parallel, linear_attention_recurrent,
 };
@@ -360,5 +363,49 @@ fn retrieval_trainer_allocates_nothing_per_episode_but_a_gram_buffer() {
             _ => 0,
         };
         assert_eq!(many - few, 12 * per_episode, "{}", layer.name());
+    }
+}
+
+#[test]
+fn memory_first_never_allocates_n_by_n_and_scores_first_does() {
+    // Chapter "Delete the softmax": memory first, Φ_Q (Φ_Kᵀ V), holds
+    // buffers of N rows and the (m, p) memory, so its peak grows in
+    // proportion to N (doubling N at most doubles it) and stays far below
+    // one N × N matrix; scores first holds the N × N scores (doubling N
+    // multiplies its peak by nearly 4).
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let float = std::mem::size_of::<f64>();
+    for (seed, d, m) in [(6, 8, 8), (20, 16, 4), (21, 4, 12)] {
+        let peaks = |form: &dyn Fn(usize) -> usize| -> Vec<(usize, usize)> {
+            [512, 1024, 2048]
+                .into_iter()
+                .map(|n| (n, form(n)))
+                .collect()
+        };
+        let inputs = |n| {
+            // Positive features, as both forms require.
+            random_inputs(seed, n, d, m).map(|a| a.mapv(|x| x.abs() + 0.1))
+        };
+        let memory_first = peaks(&|n| {
+            let [q, k, v] = inputs(n);
+            let used = usage(|| linear_attention_memory_first(&q, &k, &v));
+            used.peak_extra
+        });
+        let scores_first = peaks(&|n| {
+            let [q, k, v] = inputs(n);
+            let used = usage(|| linear_attention_scores_first(&q, &k, &v));
+            used.peak_extra
+        });
+        for pair in memory_first.windows(2) {
+            let [(n, small), (_, large)] = [pair[0], pair[1]];
+            assert!(large <= 2 * small, "N {n}: {memory_first:?}");
+            assert!(small < n * n * float / 16, "N {n}: {memory_first:?}");
+        }
+        for pair in scores_first.windows(2) {
+            let [(n, small), (_, large)] = [pair[0], pair[1]];
+            let ratio = large as f64 / small as f64;
+            assert!(ratio > 3.5, "N {n}: {scores_first:?}");
+            assert!(small >= n * n * float, "N {n}: {scores_first:?}");
+        }
     }
 }

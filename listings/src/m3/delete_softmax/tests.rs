@@ -5,7 +5,7 @@ use crate::m3::attention::softmax_attention;
 use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use approx::assert_relative_eq;
-use ndarray::array;
+use ndarray::{array, s};
 
 /// "The last bits of a double": 64 units in the last place of 1.
 const LAST_BITS: f64 = 64.0 * f64::EPSILON;
@@ -110,6 +110,35 @@ fn kernel_attention_with_a_feature_kernel_is_linear_attention() {
             ] {
                 let b = b.unwrap();
                 assert!(worst_row_relative_difference(&a.output, &b) < 1e-12);
+            }
+            // The chain as the chapter writes it, with the mask: the
+            // kernel read over j ≤ t equals S_t φ(q_t) / z_tᵀ φ(q_t), S_t
+            // and z_t the memory of the first t tokens alone.
+            let a =
+                kernel_attention(&q, &k, &v, Mask::Causal, phi_kernel).unwrap();
+            for t in 0..n {
+                let past = s![..=t, ..];
+                let (q_t, rows) = (phi_q.slice(s![t..=t, ..]), t + 1);
+                let b = linear_attention_memory_first(
+                    &q_t,
+                    &phi_k.slice(past),
+                    &v.slice(past),
+                )
+                .unwrap();
+                let want = a.output.slice(s![t..=t, ..]).to_owned();
+                assert!(
+                    worst_row_relative_difference(&want, &b) < 1e-12,
+                    "seed {seed}, N {n}, t {t} of {rows}"
+                );
+            }
+            // ... and the mask matters: the unmasked read differs.
+            if n > 1 {
+                let none = kernel_attention(&q, &k, &v, Mask::None, phi_kernel);
+                let gap = worst_row_relative_difference(
+                    &none.unwrap().output,
+                    &a.output,
+                );
+                assert!(gap > 1e-6, "seed {seed}, N {n}: {gap}");
             }
         }
     }
