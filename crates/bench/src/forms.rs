@@ -260,11 +260,16 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
 /// The table as `listings/data/bench.tsv`, which Appendix E prints
 /// (`listings::appendix::speed::committed::BenchTable`): four comment
 /// lines of provenance, a header, a row per form, width and length; a
-/// skipped form has `-` for its times.
-pub fn to_tsv(rows: &[Row], ceiling: f64, machine: &Machine) -> String {
+/// skipped form has `-` for its times. `command`: the command that ran.
+pub fn to_tsv(
+    rows: &[Row],
+    ceiling: f64,
+    machine: &Machine,
+    command: &str,
+) -> String {
     let mut out = format!(
-        "# machine: {} ({} cores)\n# date: {}\n# command: cargo xtask bench \
-         --commit (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
+        "# machine: {} ({} cores)\n# date: {}\n# command: {command} \
+         (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
          GFLOP/s\n{}\n",
         machine.cpu,
         machine.cores,

@@ -85,7 +85,11 @@ fn main() {
     eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
     let table = render_table(&rows, ceiling);
     println!("{table}");
-    let tsv = forms::to_tsv(&rows, ceiling, &machine);
+    let command = match commit {
+        true => "cargo xtask bench --commit",
+        false => "cargo xtask bench",
+    };
+    let tsv = forms::to_tsv(&rows, ceiling, &machine, command);
     println!("wrote {}", write_data("bench.tsv", &tsv, commit));
     println!("{}", after::render_rules(&after::time_rules()));
     let targets = targets(&rows, ceiling, &allocations);
