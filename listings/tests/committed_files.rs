@@ -24,6 +24,6 @@ fn every_committed_file_records_its_command_machine_and_date() {
     assert!(bench.command.starts_with("cargo xtask bench"));
     assert!(!bench.machine.is_empty() && bench.date.len() == 10);
     let crossover = CrossoverData::committed();
-    assert_eq!(crossover.command, "cargo xtask bench crossover");
+    assert!(crossover.command.starts_with("cargo xtask bench crossover"));
     assert!(!crossover.machine.is_empty() && crossover.date.len() == 10);
 }

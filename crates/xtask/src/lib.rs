@@ -11,6 +11,7 @@ pub mod claims;
 pub mod html;
 pub mod links;
 pub mod markdown;
+pub mod mutants;
 pub mod notation;
 pub mod page;
 pub mod prose;

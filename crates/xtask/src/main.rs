@@ -19,6 +19,9 @@
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
 //!                     the matmul ceiling; tables + JSON in target/bench/;
 //!                     `--commit` also rewrites listings/data/bench.tsv
+//! cargo xtask mutants   mutation testing of the anchored listing functions
+//!                     (cargo-mutants, sharded), merged per file into
+//!                     listings/data/mutants.tsv
 //! cargo xtask bench crossover   softmax against linear attention, prefill
 //!                     and decode, into target/bench/crossover.tsv
 //!                     (`--commit`: also listings/data/crossover.tsv)
@@ -29,7 +32,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | prose | bench>
+                    recall | prose | bench | mutants>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -66,7 +69,15 @@ const USAGE: &str =
   bench crossover  only the softmax targets, the decode table and the
           crossover lengths (a few minutes), into target/bench/; with
           --commit also listings/data/crossover.tsv, which Appendix E's
-          figure reads";
+          figure reads
+  mutants [--file PATH]... [--shard k/n] [--merge-only]
+          mutation testing (cargo-mutants 27.1.0, installed if missing) of
+          the functions inside the anchors of each listings file (every
+          file with an anchor unless --file names some), shard k of n
+          (from 0), in a worktree of HEAD under target/mutants/; merges
+          the counts into listings/data/mutants.tsv, keyed by each file's
+          hash. About two minutes per mutant that compiles: not part of
+          `cargo xtask test`";
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -83,6 +94,10 @@ fn main() -> ExitCode {
             &[],
         ),
         "bench" => bench(),
+        "mutants" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            xtask::mutants::mutants(&args)
+        }
         "prose" => prose(),
         "" | "help" | "--help" | "-h" => {
             println!("{USAGE}");
