@@ -23,6 +23,10 @@ pub const ALL: &[Output] = &[
         run: crate::paper::capacity::study::crosstalk_table,
     },
     Output {
+        name: "mutation-score",
+        run: crate::appendix::how_built::mutation_score,
+    },
+    Output {
         name: "primer-overlaps",
         run: crate::appendix::primer::study::primer_overlaps,
     },
