@@ -34,9 +34,11 @@ pub mod summary;
 pub mod table;
 
 // The chapters, part by part, in the order of src/SUMMARY.md: Part I (the
-// module M3), Part II (the paper), the appendices that compute.
+// module M3), Part II (the paper), Part III (after the paper), the
+// appendices that compute.
 pub mod m3;
 pub mod paper;
+pub mod after;
 pub mod appendix;
 
 // The fast f32 forms that Appendix E shows and times.
