@@ -5,7 +5,7 @@
 use super::study::*;
 use super::*;
 use crate::appendix::primer::jacobi_eigen;
-use crate::paper::after::{Rule, rule_recurrent};
+use crate::paper::after::{Rule, rule_chunkwise, rule_recurrent};
 use crate::random::{BookRng, randn, seeded};
 use rand::Rng;
 
@@ -228,6 +228,40 @@ fn delta_product_with_one_step_per_token_is_the_delta_rule() {
                 .iter()
                 .fold(0.0f64, |a, b| a.max(b.abs()));
             assert!(worst < 1e-12, "n = {n}, p = {p}: {worst:e}");
+        }
+    }
+}
+
+#[test]
+fn delta_product_is_the_delta_rule_over_its_writes_laid_end_to_end() {
+    for seed in 0..3 {
+        for (n, n_h, p, m) in [(5, 2, 4, 3), (16, 3, 8, 4), (33, 4, 6, 2)] {
+            let (q, k, v, beta) =
+                product_inputs(seed, (n, n_h, p, m), (0.0, 1.0));
+            let product =
+                delta_product_recurrent(&q, &k, &v, &beta, n_h).unwrap();
+            // Token t's query at its last write; the other reads unused.
+            let mut long_q = k.clone();
+            for t in 0..n {
+                long_q.row_mut((t + 1) * n_h - 1).assign(&q.row(t));
+            }
+            for chunk in [1, 3, 8] {
+                let long = rule_chunkwise(
+                    &Rule::Delta(beta.clone()),
+                    &long_q,
+                    &k,
+                    &v,
+                    n_h * chunk,
+                )
+                .unwrap();
+                for t in 0..n {
+                    let read = long.output.row((t + 1) * n_h - 1);
+                    let worst = (&read - &product.row(t))
+                        .iter()
+                        .fold(0.0f64, |a, b| a.max(b.abs()));
+                    assert!(worst < 1e-10, "n_h = {n_h}, C = {chunk}");
+                }
+            }
         }
     }
 }
