@@ -10,7 +10,9 @@
 //! features, as everywhere in the book; a stream of keys K: (N, p) and
 //! values V: (N, m).
 
-use crate::input::{InputError, finite, nonempty_finite, same_rows};
+use crate::input::{
+    InputError, finite, nonempty_finite, normaliser, same_rows,
+};
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::m3::feature_map::recall::best_memory;
 use crate::paper::delta_rule::{delta_rule_step, regression_gradient};
@@ -111,7 +113,8 @@ pub fn stream_loss(
     check_stream(k, v)?;
     let errors = k.dot(&memory.t()) - v; // row j: S k_j − v_j
     let total = errors.iter().map(|e| e * e).sum::<f64>();
-    Ok(0.5 * total / k.nrows() as f64)
+    let loss = ndarray::arr0(0.5 * total / k.nrows() as f64);
+    Ok(finite("the stream loss", loss)?.into_scalar())
 }
 // ANCHOR_END: stream_loss
 
@@ -204,6 +207,8 @@ pub fn least_squares_memory(
     v: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {
     check_stream(k, v)?;
+    let energy = k.iter().map(|x| x * x).sum::<f64>(); // trace of Kᵀ K
+    normaliser("the trace of Kᵀ K", 0, energy)?; // no keys, or overflow
     finite("S", best_memory(k, v))
 }
 // ANCHOR_END: least_squares_memory

@@ -315,6 +315,14 @@ fn bad_streams_and_strengths_are_refused_with_a_clear_error() {
         Err(InputError::ShapeMismatch { .. })
     ));
     assert!(matches!(
+        least_squares_memory(&Array2::zeros((8, 4)), &v),
+        Err(InputError::NonPositive { .. })
+    ));
+    assert!(matches!(
+        stream_loss(&Array2::zeros((2, 4)), &(&k * 1e160), &(&v * 1e160)),
+        Err(InputError::Overflow { .. })
+    ));
+    assert!(matches!(
         stream_loss(&Array2::zeros((2, 4)), &Array2::zeros((0, 4)), &v),
         Err(InputError::Empty { name: "k", .. })
     ));
