@@ -6,6 +6,7 @@ use super::study::*;
 use super::*;
 use crate::appendix::primer::jacobi_eigen;
 use crate::paper::after::{Rule, rule_chunkwise, rule_recurrent};
+use crate::paper::delta_rule::{delta_rule_chunkwise, delta_rule_recurrent};
 use crate::random::{BookRng, randn, seeded};
 use rand::Rng;
 
@@ -56,6 +57,31 @@ fn with_unit_keys_and_beta_in_zero_two_the_eigenvalue_along_k_spans_minus_one_to
     }
     let h = delta_transition(&k, 2.0); // a reflection: H k = −k
     assert!((&h.dot(&k) + &k).iter().all(|x| x.abs() < 1e-12));
+}
+
+#[test]
+fn the_delta_chapters_chunkwise_form_holds_for_strengths_up_to_two() {
+    for seed in 0..3 {
+        for (n, p, m) in [(7, 3, 2), (40, 8, 4), (65, 16, 8)] {
+            let mut rng = seeded(seed);
+            let positive = |x: Array2<f64>| x.mapv(|y| y.abs() + 0.1);
+            let q = positive(randn(&mut rng, n, p));
+            let k = positive(randn(&mut rng, n, p));
+            let v = randn(&mut rng, n, m);
+            let beta = Array1::from_shape_fn(n, |_| rng.random_range(1.0..2.0));
+            let steps = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
+            for chunk in [1, 4, 16, 100] {
+                let chunks =
+                    delta_rule_chunkwise(&q, &k, &v, &beta, chunk).unwrap();
+                let scale = 1.0
+                    + steps.output.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+                let worst = (&chunks.output - &steps.output)
+                    .iter()
+                    .fold(0.0f64, |a, b| a.max(b.abs()));
+                assert!(worst < 1e-10 * scale, "C = {chunk}: {worst:e}");
+            }
+        }
+    }
 }
 
 #[test]
