@@ -4,9 +4,11 @@
 //! cut out by `// ANCHOR:` comments, with unit tests below it that check what
 //! the prose claims. The tree follows `src/SUMMARY.md`: [`m3`] holds Part I
 //! (one module per chapter, named like the chapter's file), [`paper`] Part
-//! II, [`appendix`] the appendices that compute, and [`fast`] the f32 forms
-//! Appendix E times. A chapter's module uses earlier chapters and the
-//! shared modules below, never a later chapter (`tests/chapter_order.rs`).
+//! II, [`after`] Part III (whose last chapter, "After the paper", keeps
+//! its module in [`paper`] for now), [`appendix`] the appendices that
+//! compute, and [`fast`] the f32 forms Appendix E times. A chapter's
+//! module uses earlier chapters and the shared modules below, never a
+//! later chapter (`tests/chapter_order.rs`).
 //!
 //! Code blocks in the book reach ndarray, rand and approx through the
 //! re-exports below, so `mdbook test` needs only this one crate on its path.
@@ -34,9 +36,11 @@ pub mod summary;
 pub mod table;
 
 // The chapters, part by part, in the order of src/SUMMARY.md: Part I (the
-// module M3), Part II (the paper), the appendices that compute.
+// module M3), Part II (the paper), Part III (after the paper), the
+// appendices that compute.
 pub mod m3;
 pub mod paper;
+pub mod after;
 pub mod appendix;
 
 // The fast f32 forms that Appendix E shows and times.

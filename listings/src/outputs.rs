@@ -168,6 +168,14 @@ pub const ALL: &[Output] = &[
     },
     // Chapter "After the paper".
     Output {
+        name: "regression-stream",
+        run: crate::after::regression::study::stream_table,
+    },
+    Output {
+        name: "spectrum-parity",
+        run: crate::after::spectrum::study::parity_table,
+    },
+    Output {
         name: "after-equivalence",
         run: crate::paper::after::study::equivalence_table,
     },

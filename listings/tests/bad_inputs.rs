@@ -10,6 +10,10 @@
 //! can be replayed; each test also checks that both outcomes occur, so it
 //! cannot pass by rejecting everything or by never meeting a bad input.
 
+use listings::after::regression::{
+    OneStep, least_squares_memory, one_step_memory, stream_loss,
+};
+use listings::after::spectrum::{delta_product_recurrent, parity_reads};
 use listings::fast::{
     KvCacheF32, LinearStateF32,
     baselines::{
@@ -1060,4 +1064,51 @@ fn the_affine_recurrence_never_returns_nan_nor_panics() {
         let s0 = c.q.slice(ndarray::s![..rows, ..]).to_owned();
         affine_chunkwise(&steps, &s0, c.chunk)
     });
+}
+// Part III: the one-step rules and the least-squares memory over a stream
+// (k, v), the parity layer (bits from the signs of q, the key k's first
+// row) and DeltaProduct (β as drawn, doubled into [0, 2]).
+
+#[test]
+fn part_three_listings_never_return_nan_nor_panic() {
+    let first = |c: &Case| c.beta.first().copied().unwrap_or(0.5);
+    let rules = |c: &Case| {
+        [
+            OneStep::Sum,
+            OneStep::Delta(first(c)),
+            OneStep::GatedDelta {
+                alpha: 1.0 - first(c),
+                beta: first(c),
+            },
+            OneStep::Implicit(first(c) * 100.0),
+        ]
+    };
+    for r in 0..4 {
+        never_nan_nor_panic(F64, |c| one_step_memory(rules(c)[r], &c.k, &c.v));
+    }
+    never_nan_nor_panic(F64, |c| least_squares_memory(&c.k, &c.v));
+    never_nan_nor_panic(F64, |c| {
+        let memory = Array2::zeros((c.v.ncols(), c.k.ncols()));
+        let loss = stream_loss(&memory, &c.k, &c.v)?;
+        Ok::<_, InputError>(Array1::from_elem(1, loss))
+    });
+    never_nan_nor_panic(F64, |c| {
+        let bits: Vec<u8> = c.q.iter().map(|&x| u8::from(x > 0.0)).collect();
+        let key = c.k.rows().into_iter().next().map(|k| {
+            let length = k.dot(&k).sqrt(); // unit when it can be
+            match length.is_finite() && length > 0.0 {
+                true => &k / length,
+                false => k.to_owned(),
+            }
+        });
+        parity_reads(&bits, &key.unwrap_or_default(), 2.0)
+    });
+    for n_h in [1, 2] {
+        never_nan_nor_panic(F64, |c| {
+            let beta = &c.beta * 2.0;
+            let tokens = c.q.nrows().min(c.k.nrows() / n_h); // n_h rows each
+            let q = c.q.slice(ndarray::s![..tokens, ..]);
+            delta_product_recurrent(&q, &c.k, &c.v, &beta, n_h)
+        });
+    }
 }

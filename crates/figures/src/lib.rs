@@ -21,6 +21,7 @@ mod schedules;
 mod speed;
 mod style;
 mod taylor;
+mod ticks;
 
 pub use style::{PHONE, PHONE_BELOW, Width, themeable, themeable_at};
 

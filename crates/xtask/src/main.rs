@@ -56,8 +56,7 @@ const USAGE: &str =
           listings/data/recall.tsv, which the chapter's figure reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
-          a breach of the limits (no build; the build only reports them
-          until prose::ENFORCE and notation::ENFORCE are on)
+          a breach of the limits (no build; the build fails on them too)
   bench   time every schedule of the book at f32 on one thread (release
           mode, about three minutes) beside this machine's f32
           matrix-multiply throughput, and a step of the retrieval trainer

@@ -28,10 +28,10 @@ use std::path::Path;
 /// The registry: Appendix A.
 pub const REGISTRY: &str = "src/appendix/notation.md";
 
-/// Whether the build fails on a symbol the registry lacks. Off until the
-/// registry of issue 26 is complete: the build lists what it lacks and
-/// goes on. Turn it on once the list is empty.
-pub const ENFORCE: bool = false;
+/// Whether the build fails on a symbol the registry lacks. On: the
+/// registry holds every symbol of display math, and a new one fails the
+/// build until it has its entry.
+pub const ENFORCE: bool = true;
 
 /// A symbol: a letter with its font and accents, and a naming subscript.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -54,6 +54,14 @@ pub fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
     )
     .unwrap();
     fs::write(dir.join("src/chapter.md"), chapter).unwrap();
+    // The notation registry the build checks display math against (not a
+    // page of the fixture: the check reads the file, not the summary).
+    fs::create_dir_all(dir.join("src/appendix")).unwrap();
+    fs::write(
+        dir.join("src/appendix/notation.md"),
+        "# Notation\n\n| Symbol | Meaning |\n|---|---|\n| $x$ | a number |\n",
+    )
+    .unwrap();
     dir
 }
 

@@ -1,11 +1,11 @@
 //! Chapter "After the paper": the update rules that followed the paper's
-//! delta rule, as one recurrence W_t = W_{t−1} A_t + B_t with different
-//! transitions A_t, each computed token by token and in chunks, tested
+//! delta rule, as one recurrence S_t = S_{t−1} H_t + B_t with different
+//! transitions H_t, each computed token by token and in chunks, tested
 //! equal; and what each rule does to a memory that is being edited.
 //!
 //! Shapes: queries and keys q, k: (N, p), values v: (N, m), the memory W:
 //! (m, p), values by features, as everywhere in the book. Every rule here
-//! reads y_t = W_t q_t, with no denominator, as the published models do.
+//! reads y_t = S_t q_t, with no denominator, as the published models do.
 
 use crate::input::{InputError, check_chunk, check_qkv, finite};
 use crate::m3::fast_weight_memory::fast_weight_write;
@@ -19,22 +19,22 @@ pub mod recall;
 pub mod study;
 
 // ANCHOR: rule
-/// The update rules of the family W_t = W_{t−1} A_t + B_t, each with the
+/// The update rules of the family S_t = S_{t−1} H_t + B_t, each with the
 /// numbers it needs per token. Gates lie in (0, 1], write strengths β in
 /// [0, 1]; the delta rules use unit keys and queries.
 #[derive(Clone, Debug)]
 pub enum Rule {
-    /// A_t = I, B_t = v_t k_tᵀ: linear attention without its denominator.
+    /// H_t = I, B_t = v_t k_tᵀ: linear attention without its denominator.
     Sum,
-    /// A_t = γ I, B_t = v_t k_tᵀ: one fixed decay (RetNet).
+    /// H_t = γ I, B_t = v_t k_tᵀ: one fixed decay (RetNet).
     FixedDecay(f64),
-    /// A_t = a_t I, a: (N): a decay set by each token (Mamba-2).
+    /// H_t = a_t I, a: (N): a decay set by each token (Mamba-2).
     ScalarDecay(Array1<f64>),
-    /// A_t = diag(α_t), alpha: (N, p): a gate per feature (GLA).
+    /// H_t = diag(α_t), alpha: (N, p): a gate per feature (GLA).
     DiagonalGates(Array2<f64>),
-    /// A_t = I − β_t k_t k_tᵀ, B_t = β_t v_t k_tᵀ, beta: (N) (DeltaNet).
+    /// H_t = I − β_t k_t k_tᵀ, B_t = β_t v_t k_tᵀ, beta: (N) (DeltaNet).
     Delta(Array1<f64>),
-    /// A_t = α_t (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ (Gated DeltaNet).
+    /// H_t = α_t (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ (Gated DeltaNet).
     GatedDelta {
         alpha: Array1<f64>,
         beta: Array1<f64>,
@@ -43,7 +43,7 @@ pub enum Rule {
 // ANCHOR_END: rule
 
 // ANCHOR: coefficients
-/// Every rule as one transition A_t = diag(α_t) (I − β_t k_t k_tᵀ) and one
+/// Every rule as one transition H_t = diag(α_t) (I − β_t k_t k_tᵀ) and one
 /// input B_t = ω_t v_t k_tᵀ: ln α: (N, p), β: (N), ω: (N).
 pub struct Coefficients {
     pub log_alpha: Array2<f64>,
@@ -101,7 +101,7 @@ impl Rule {
     // ANCHOR_END: coefficients
 
     /// Whether the rule uses unit keys and queries (the delta rules do, as
-    /// DeltaNet does: then β ∈ [0, 1] keeps A_t from stretching W).
+    /// DeltaNet does: then β ∈ [0, 1] keeps H_t from stretching S).
     pub fn unit_keys(&self) -> bool {
         matches!(self, Rule::Delta(_) | Rule::GatedDelta { .. })
     }
@@ -219,7 +219,7 @@ fn prepare(
 }
 
 /// What a rule's layer returns: the reads Y: (N, m) and the memory after
-/// the last token, W_N: (m, p).
+/// the last token, S_N: (m, p).
 pub struct RuleRead {
     pub output: Array2<f64>,
     pub memory: Array2<f64>,
@@ -244,8 +244,8 @@ pub fn rule_step(
 // ANCHOR_END: rule_step
 
 // ANCHOR: rule_recurrent
-/// Any rule of the family, token by token from W_0 = 0:
-/// W_t = W_{t−1} A_t + B_t, y_t = W_t q_t. q, k: (N, p), v: (N, m).
+/// Any rule of the family, token by token from S_0 = 0:
+/// S_t = S_{t−1} H_t + B_t, y_t = S_t q_t. q, k: (N, p), v: (N, m).
 pub fn rule_recurrent(
     rule: &Rule,
     q: &ArrayRef2<f64>,
@@ -268,8 +268,8 @@ pub fn rule_recurrent(
 // ANCHOR_END: rule_recurrent
 
 // ANCHOR: cumulative_log_gates
-/// g_i = Σ_{s ≤ i} ln α_s within one chunk: log_alpha: (C, p) → g: (C, p).
-/// The decay from token j to token i ≥ j is exp(g_i − g_j) ∈ [0, 1].
+/// λ_i = Σ_{j ≤ i} ln α_j within one chunk: log_alpha: (C, p) → λ: (C, p).
+/// The decay from token j to token i ≥ j is exp(λ_i − λ_j) ∈ [0, 1].
 pub fn cumulative_log_gates(log_alpha: &ArrayRef2<f64>) -> Array2<f64> {
     let mut g = log_alpha.to_owned();
     g.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
@@ -279,7 +279,7 @@ pub fn cumulative_log_gates(log_alpha: &ArrayRef2<f64>) -> Array2<f64> {
 
 // ANCHOR: decayed_scores
 /// Scores of a chunk weighted by the decay between the tokens:
-/// M_ij = Σ_c a_ic b_jc exp(g_ic − g_jc) for j ≤ i (j < i if `strict`),
+/// M_ij = Σ_c a_ic b_jc exp(λ_ic − λ_jc) for j ≤ i (j < i if `strict`),
 /// 0 above. a, b, g: (C, p). Every exponent is ≤ 0, so nothing overflows.
 pub fn decayed_scores(
     a: &ArrayRef2<f64>,
@@ -306,11 +306,11 @@ pub fn decayed_scores(
 // ANCHOR_END: decayed_scores
 
 // ANCHOR: rule_chunk
-/// One chunk of any rule, from the memory W_0 before it. With g the
-/// chunk's cumulative log-gates, Γ_i = exp(g_i), S = decayed K Kᵀ (j < i):
-/// (I + diag(β) S) U = diag(ω) V − diag(β) (Γ ⊙ K) W_0ᵀ,
-/// Y = (Γ ⊙ Q) W_0ᵀ + decayed Q Kᵀ (j ≤ i) U,
-/// W ← W_0 diag(Γ_C) + Uᵀ (K ⊙ exp(g_C − g)).
+/// One chunk of any rule, from the memory S_0 before it. With λ the
+/// chunk's cumulative log-gates, Γ_i = exp(λ_i), P = decayed K Kᵀ (j < i):
+/// (I + diag(β) P) U = diag(ω) V − diag(β) (Γ ⊙ K) S_0ᵀ,
+/// Y = (Γ ⊙ Q) S_0ᵀ + decayed Q Kᵀ (j ≤ i) U,
+/// S ← S_0 diag(Γ_C) + Uᵀ (K ⊙ exp(λ_C − λ)).
 /// q, k, log_alpha: (C, p), v: (C, m), beta, omega: (C).
 pub fn rule_chunk(
     memory: &mut Array2<f64>,
@@ -455,7 +455,7 @@ pub fn editing_stream(
 
 // ANCHOR: latest_value_error
 /// Run `rule` over the stream, then read every key once: the mean of
-/// ‖W_N k_i − v_i(latest)‖ over the n keys (a memory that returns 0 scores
+/// ‖S_N k_i − v_i(latest)‖ over the n keys (a memory that returns 0 scores
 /// 1, as every value has unit length).
 pub fn latest_value_error(rule: &Rule, stream: &EditingStream) -> f64 {
     let (k, v) = (&stream.keys, &stream.values);
@@ -469,7 +469,7 @@ pub fn latest_value_error(rule: &Rule, stream: &EditingStream) -> f64 {
 
 // ANCHOR: fading_signal
 /// What is left of one association after later writes: W holds v₁ k₁ᵀ,
-/// and each later token applies its transition A_t but not its input
+/// and each later token applies its transition H_t but not its input
 /// (ω = 0), so W is the first association's share of the memory. Entry s
 /// is v₁ᵀ W k₁ after s later tokens. `rule` has coefficients for `len`.
 pub fn fading_signal(

@@ -24,22 +24,22 @@ use num_traits::Float;
 pub const GAMMA: f64 = 0.99;
 
 // ANCHOR: recall_mixer
-/// The layer that mixes tokens: one of the six rules W_t = W_{t−1} A_t +
+/// The layer that mixes tokens: one of the six rules S_t = S_{t−1} H_t +
 /// B_t, or softmax attention. Gates and write strengths are sigmoids of
 /// per-token pre-activations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mixer {
-    /// A_t = I, B_t = v_t k_tᵀ.
+    /// H_t = I, B_t = v_t k_tᵀ.
     Sum,
-    /// A_t = γ I with γ = [`GAMMA`].
+    /// H_t = γ I with γ = [`GAMMA`].
     FixedDecay,
-    /// A_t = a_t I, a_t = σ(z_t).
+    /// H_t = a_t I, a_t = σ(z_t).
     ScalarDecay,
-    /// A_t = diag(α_t), α_t = σ(z_t) ∈ (0, 1)ᵈ.
+    /// H_t = diag(α_t), α_t = σ(z_t) ∈ (0, 1)ᵈ.
     DiagonalGates,
-    /// A_t = I − β_t k_t k_tᵀ, B_t = β_t v_t k_tᵀ, β_t = σ(z_t).
+    /// H_t = I − β_t k_t k_tᵀ, B_t = β_t v_t k_tᵀ, β_t = σ(z_t).
     Delta,
-    /// A_t = a_t (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ.
+    /// H_t = a_t (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ.
     GatedDelta,
     /// y_t = Σ_{s ≤ t} softmax_s(q̃_t·k̃_s/√d) ṽ_s.
     Softmax,
@@ -613,10 +613,10 @@ fn score<F: Float>(
 }
 
 // ANCHOR: recall_forward
-/// W_t = W_{t−1} diag(α_t) (I − β_t k_t k_tᵀ) + ω_t v_t k_tᵀ, written as
-/// U = W_{t−1} diag(α_t), then W_t = U + (ω_t v_t − β_t U k_t) k_tᵀ; the
-/// read y_t = W_t q_t at each query. Every W_t is kept for the backward
-/// pass (W_0 = 0 first).
+/// S_t = S_{t−1} diag(α_t) (I − β_t k_t k_tᵀ) + ω_t v_t k_tᵀ, written as
+/// U = S_{t−1} diag(α_t), then S_t = U + (ω_t v_t − β_t U k_t) k_tᵀ; the
+/// read y_t = S_t q_t at each query. Every S_t is kept for the backward
+/// pass (S_0 = 0 first).
 fn rule_forward<F: Float>(
     mixer: Mixer,
     d: usize,
@@ -656,7 +656,7 @@ fn rule_forward<F: Float>(
 
 // ANCHOR: recall_backward
 /// The gradients of every q_t, k_t, v_t and gate, from those of the
-/// reads, by running the recurrence backwards with G = ∂L/∂W_t.
+/// reads, by running the recurrence backwards with G = ∂L/∂S_t.
 fn rule_backward<F: Float>(
     mixer: Mixer,
     d: usize,

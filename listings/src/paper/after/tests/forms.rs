@@ -33,7 +33,7 @@ fn outer(a: &ArrayRef1<f64>, b: &ArrayRef1<f64>) -> Array2<f64> {
         .dot(&b.view().insert_axis(Axis(0)))
 }
 
-/// Token t's A_t and B_t as the chapter's table writes them, built from
+/// Token t's H_t and B_t as the chapter's table writes them, built from
 /// the rule's own numbers (not from `coefficients`). k: unit rows for
 /// the delta rules.
 fn table_step(
