@@ -221,6 +221,16 @@ function inspect({ minText, superscript, width }) {
   const main = document.querySelector('main');
   const clip = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 70);
 
+  // A repository or edit icon (any link) to a placeholder account: the
+  // build gives them only a real address, from BOOK_REPOSITORY.
+  for (const a of document.querySelectorAll('a[href]')) {
+    const host = (a.href.split('://')[1] || '').split(/[/.]/);
+    if (host.some((p) => ['OWNER', 'USER', 'USERNAME', 'owner'].includes(p))) {
+      problems.push(`a link to a placeholder address: ${a.href}`);
+      break;
+    }
+  }
+
   // Raw math: TeX delimiters or commands left in the text a reader sees.
   const skip = 'pre, code, script, style, textarea, noscript, .katex';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);

@@ -72,10 +72,15 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
     }
     crate::prose::check(root, enforce.prose)?;
     crate::notation::check(root, enforce.notation)?;
+    let repository = repository_overrides(
+        std::env::var("BOOK_REPOSITORY").ok().as_deref(),
+        std::env::var("BOOK_BRANCH").ok().as_deref(),
+    )?;
     step(&format!("mdbook build {}", root.display()));
     let out = Command::new("mdbook")
         .arg("build")
         .arg(root)
+        .envs(repository)
         .output()
         .map_err(|e| Failure(format!("could not start mdbook: {e}")))?;
     let log = String::from_utf8_lossy(&out.stderr);
@@ -156,6 +161,44 @@ pub fn check_built(root: &Path) -> Result<usize, Failure> {
             problems.join("\n")
         )))
     }
+}
+
+/// mdBook's overrides for the repository and edit icons, from the
+/// repository's address (`BOOK_REPOSITORY`) and branch (`BOOK_BRANCH`,
+/// `main` if unset): none without an address, so that a build that knows
+/// no repository shows no icon rather than a placeholder.
+pub fn repository_overrides(
+    repository: Option<&str>,
+    branch: Option<&str>,
+) -> Result<Vec<(String, String)>, Failure> {
+    let Some(repository) = repository.map(str::trim).filter(|r| !r.is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    let repository = repository.trim_end_matches('/');
+    let host_and_path = repository.strip_prefix("https://").unwrap_or("");
+    if host_and_path.split('/').filter(|p| !p.is_empty()).count() < 3
+        || repository.contains("OWNER")
+        || repository.contains(char::is_whitespace)
+    {
+        return Err(Failure(format!(
+            "BOOK_REPOSITORY is `{repository}`, which is not a repository's \
+             address; give one like https://github.com/someone/book, or \
+             leave it unset for a book without repository links"
+        )));
+    }
+    let branch = branch.map(str::trim).filter(|b| !b.is_empty());
+    let branch = branch.unwrap_or("main");
+    Ok(vec![
+        (
+            "MDBOOK_OUTPUT__HTML__GIT_REPOSITORY_URL".to_string(),
+            repository.to_string(),
+        ),
+        (
+            "MDBOOK_OUTPUT__HTML__EDIT_URL_TEMPLATE".to_string(),
+            format!("{repository}/edit/{branch}/{{path}}"),
+        ),
+    ])
 }
 
 fn listings_errors(log: &str) -> String {
@@ -242,4 +285,30 @@ fn remove_stale_builds(deps: &Path) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_icons_need_a_real_address() {
+        assert!(repository_overrides(None, None).unwrap().is_empty());
+        assert!(repository_overrides(Some(" "), None).unwrap().is_empty());
+        let set =
+            repository_overrides(Some("https://github.com/ada/book/"), None)
+                .unwrap();
+        assert_eq!(set[0].1, "https://github.com/ada/book");
+        assert_eq!(set[1].1, "https://github.com/ada/book/edit/main/{path}");
+        let set = repository_overrides(
+            Some("https://github.com/ada/book"),
+            Some("pages"),
+        )
+        .unwrap();
+        assert!(set[1].1.contains("/edit/pages/{path}"));
+        for bad in ["https://github.com/OWNER/book", "github.com/ada/book"] {
+            let why = repository_overrides(Some(bad), None).unwrap_err().0;
+            assert!(why.contains("not a repository's address"), "{why}");
+        }
+    }
 }

@@ -122,7 +122,8 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                 d,
                 "second.html",
                 "</main>",
-                "<a href=\"third.html\">on</a><script>console.error('boom')\
+                "<a href=\"third.html\">on</a><a href=\"https://github.com/\
+                 OWNER/book\">repository</a><script>console.error('boom')\
                  </script><script>noSuchFunction()</script>\
                  <img alt=\"remote\" src=\"https://example.invalid/a.png\">\
                  </main>",
@@ -175,6 +176,11 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                  in the book",
             ),
             ("a console error", "second.html: console error: boom"),
+            (
+                "a repository icon with a placeholder address",
+                "second.html: a link to a placeholder address: \
+                 https://github.com/OWNER/book",
+            ),
             (
                 "a request to another host",
                 "second.html: request leaves the book: \
