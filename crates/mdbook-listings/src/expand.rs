@@ -112,6 +112,10 @@ pub(crate) fn expand(
         reference::expand(text, here, ctx.paths, ctx.index, errors)
     };
     for s in scan(&ch.content) {
+        if claim::is_report(&s) {
+            out.push_str(&ctx.claims.report(&ch.path));
+            continue;
+        }
         if claim::is_page(&s) {
             let page = ctx.claims.appendix(&ch.path, ctx.mode == Mode::Render);
             for line in page.lines() {
@@ -178,12 +182,14 @@ pub(crate) fn expand(
                     &marks,
                     &mut next_mark,
                     page.as_deref(),
+                    &|names| ctx.claims.result_of(names),
                 );
                 out.push_str(&references(&text, errors));
                 out.push('\n');
             }
         }
     }
+    out.push_str(&ctx.claims.store(here, ctx.mode == Mode::Render));
     out
 }
 

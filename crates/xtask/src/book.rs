@@ -9,6 +9,7 @@ use crate::markdown::{
 };
 use crate::page::{check_page, included_blocks_have_captions};
 use crate::{Failure, links, run, run_echo, step};
+use mdbook_listings::verify::RECORD_VAR;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +42,25 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
     build_with(root, Enforce::BOOK)
 }
 
+/// [`build`], with the record of the test run just made (see
+/// [`record`](crate::record)): the claim marks and the verification report
+/// show its results, and a marked test that failed in it fails the build.
+pub fn build_recorded(root: &Path, record: &Path) -> Result<usize, Failure> {
+    build_inner(root, Enforce::BOOK, Some(record))
+}
+
 /// [`build`], with the prose checks enforced as `enforce` says.
 pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
+    build_inner(root, enforce, None)
+}
+
+/// The build; without a record, every claim mark says its tests were not
+/// run in this build.
+fn build_inner(
+    root: &Path,
+    enforce: Enforce,
+    record: Option<&Path>,
+) -> Result<usize, Failure> {
     let controls = control_characters(root)?;
     if !controls.is_empty() {
         return Err(Failure(format!(
@@ -77,10 +95,13 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
         std::env::var("BOOK_BRANCH").ok().as_deref(),
     )?;
     step(&format!("mdbook build {}", root.display()));
-    let out = Command::new("mdbook")
-        .arg("build")
-        .arg(root)
-        .envs(repository)
+    let mut mdbook = Command::new("mdbook");
+    mdbook.arg("build").arg(root).envs(repository);
+    match record {
+        Some(record) => mdbook.env(RECORD_VAR, record),
+        None => mdbook.env_remove(RECORD_VAR),
+    };
+    let out = mdbook
         .output()
         .map_err(|e| Failure(format!("could not start mdbook: {e}")))?;
     let log = String::from_utf8_lossy(&out.stderr);

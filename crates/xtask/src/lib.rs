@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod notation;
 pub mod page;
 pub mod prose;
+pub mod record;
 pub mod search;
 pub mod setup;
 

@@ -6,8 +6,9 @@
 //! cargo xtask build   setup, then build the book into book/ and check the HTML
 //! cargo xtask serve   setup, build, then serve on http://localhost:3000 and rebuild on change
 //! cargo xtask browser setup, build, then the browser check (headless chromium)
-//! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks,
-//!                     browser check, failure checks
+//! cargo xtask test    setup, fmt, clippy, cargo test (each outcome recorded in
+//!                     target/verification/), mdbook test, build with that
+//!                     record + checks, browser check, failure checks
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
 //!                     rewrite listings/data/retrieval.tsv; `--only LANE,...`
 //!                     retrains only those lanes and keeps the others' rows
@@ -37,9 +38,11 @@ const USAGE: &str =
   serve   setup, build, then serve the book on http://localhost:3000
   browser setup, build, then open every page in headless chromium and
           check what a reader sees; screenshots in target/screenshots/
-  test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
-          the book build with its checks, the browser check, and the
-          checks' own tests
+  test    setup, then cargo fmt --check, clippy, cargo test (every
+          outcome recorded in target/verification/record.tsv), mdbook
+          test, the book build with that record (each claim mark shows its
+          result; the verification report page sums up the run) and its
+          checks, the browser check, and the checks' own tests
   retrieval  train every model of the retrieval chapter at the paper's
           scale (release mode, every core, about a hundred CPU-minutes) and
           rewrite listings/data/retrieval.tsv, which the book's figures read;
@@ -208,11 +211,12 @@ fn test() -> Result<(), Failure> {
         ],
         &root,
     )?;
-    xtask::step("cargo test --workspace");
-    run("cargo", &["test", "--workspace", "--quiet"], &root)?;
+    // Every test's outcome, recorded, so that the book built below shows
+    // each claim's result in this run (and fails on a failed one).
+    let record = xtask::record::run_tests(&root)?;
     xtask::claims::check_ran(&root)?;
     book::mdbook_test(&root)?;
-    let pages = book::build(&root)?;
+    let pages = book::build_recorded(&root, &record)?;
     let browser = xtask::browser::check(
         &root,
         &root.join("target/screenshots"),

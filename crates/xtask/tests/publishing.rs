@@ -64,3 +64,12 @@ fn every_build_recompiles_and_reruns_the_listings() {
         );
     }
 }
+
+#[test]
+fn the_book_has_its_notation_registry() {
+    // The notation check skips a book without one (the checks' small
+    // books); this book must have it, and list it.
+    assert!(root().join("src/appendix/notation.md").exists());
+    let summary = fs::read_to_string(root().join("src/SUMMARY.md")).unwrap();
+    assert!(summary.contains("(appendix/notation.md)"));
+}
