@@ -400,11 +400,35 @@ fn readers_in(text: &str, readers: &mut BTreeMap<String, String>) {
 }
 
 /// The non-test functions of a file, by name, with their bodies: a `fn`
-/// at column 0 (or `pub fn`) to the next `}` at column 0.
+/// at column 0 (or `pub fn`) to the next `}` at column 0, and a method of
+/// an `impl TYPE {` at column 0, as `TYPE::NAME`, to its `    }`.
 fn functions_in(text: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
+    let mut owner: Option<String> = None;
     for (i, line) in lines.iter().enumerate() {
+        if let Some(rest) = line.strip_prefix("impl ") {
+            // `impl<T> TYPE<T> {`: the type after the generics.
+            let after = rest
+                .strip_prefix('<')
+                .map_or(rest, |r| r.split_once("> ").map_or(r, |(_, t)| t));
+            let ty: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            owner = (!rest.contains(" for ") && !ty.is_empty()).then_some(ty);
+            continue;
+        }
+        if *line == "}" {
+            owner = None;
+        }
+        let (indent, prefix) = match &owner {
+            Some(ty) if line.starts_with("    ") => ("    ", format!("{ty}::")),
+            _ => ("", String::new()),
+        };
+        let Some(line) = line.strip_prefix(indent) else {
+            continue;
+        };
         let rest = line
             .strip_prefix("pub fn ")
             .or_else(|| line.strip_prefix("fn "))
@@ -414,10 +438,11 @@ fn functions_in(text: &str) -> Vec<(String, String)> {
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
+        let close = format!("{indent}}}");
         let end = (i..lines.len())
-            .find(|&j| lines[j] == "}")
+            .find(|&j| lines[j] == close)
             .unwrap_or(lines.len() - 1);
-        found.push((name, lines[i + 1..=end].join("\n")));
+        found.push((format!("{prefix}{name}"), lines[i + 1..=end].join("\n")));
     }
     found
 }
@@ -469,11 +494,13 @@ pub fn kind(
         let Some((pattern, over)) = rest.split_once(" in ") else {
             return false;
         };
+        let _ = pattern;
         let lower = rest.to_lowercase();
+        let over = over.trim_start();
         lower.contains("seed")
             || lower.contains("shape")
-            || pattern.trim_start().starts_with(['(', '&', '['])
-            || over.trim_start().starts_with(['[', '&'])
+            || over.starts_with('[')
+            || over.starts_with("&[")
     });
     if loops_over_cases {
         Kind::Sampled
@@ -588,11 +615,14 @@ mod tests {
             root.join("listings/src/x/study.rs"),
             "pub const COMMITTED: &str = include_str!(\"../../data/runs.tsv\");\n\
              \npub fn committed() -> usize {\n    COMMITTED.len()\n}\n\
-             \npub fn best() -> usize {\n    committed() + 1\n}\n",
+             \npub fn best() -> usize {\n    committed() + 1\n}\n\
+             \nimpl Runs {\n    pub fn load() -> usize {\n        \
+             COMMITTED.len()\n    }\n}\n",
         )
         .unwrap();
         let readers = data_readers(&root);
-        assert_eq!(readers.len(), 3, "{readers:?}");
+        assert_eq!(readers.len(), 4, "{readers:?}");
+        assert!(readers.contains_key("Runs::load"), "{readers:?}");
         let uses =
             test_at("listings/src/x/study.rs", &[], "assert!(best() > 0);");
         let kind = kind(&uses, &readers, &root);
@@ -605,6 +635,8 @@ mod tests {
         assert_eq!(super::kind(&seeds, &readers, &root), Kind::Sampled);
         let shapes = test_at("a", &[], "for &(n, d) in &[(4, 2)] {}");
         assert_eq!(super::kind(&shapes, &readers, &root), Kind::Sampled);
+        let zipped = test_at("a", &[], "for (a, b) in x.iter().zip(y) {}");
+        assert_eq!(super::kind(&zipped, &readers, &root), Kind::Recomputed);
         let plain = test_at("a", &[], "assert_eq!(bestish(), 1);");
         assert_eq!(super::kind(&plain, &readers, &root), Kind::Recomputed);
         fs::remove_dir_all(&root).unwrap();
