@@ -335,7 +335,7 @@ impl Kind {
 /// `listings/data/`, the constant it is bound to and every function of
 /// the same file that uses that constant (or such a function).
 pub fn data_readers(root: &Path) -> BTreeMap<String, String> {
-    let mut readers = BTreeMap::new();
+    let mut texts = Vec::new();
     let mut todo = vec![root.join("listings/src")];
     while let Some(dir) = todo.pop() {
         let Ok(entries) = fs::read_dir(&dir) else {
@@ -347,39 +347,47 @@ pub fn data_readers(root: &Path) -> BTreeMap<String, String> {
                 todo.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 if let Ok(text) = fs::read_to_string(&path) {
-                    readers_in(&text, &mut readers);
+                    texts.push(text);
                 }
             }
         }
     }
-    readers
+    texts.sort();
+    readers_of(&texts)
 }
 
-/// [`data_readers`] of one file's text.
-fn readers_in(text: &str, readers: &mut BTreeMap<String, String>) {
+/// [`data_readers`] of these files' texts: the constants bound to an
+/// `include_str!` of a data file, then every function (of any of the
+/// files) that uses one of them or such a function, to a fixed point.
+fn readers_of(texts: &[String]) -> BTreeMap<String, String> {
     let mut names: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        let Some(at) = line.find("include_str!(\"") else {
-            continue;
-        };
-        let quoted = &line[at + "include_str!(\"".len()..];
-        let included = &quoted[..quoted.find('"').unwrap_or(0)];
-        let Some(file) = included.split("data/").nth(1) else {
-            continue;
-        };
-        let Some(name) = line
-            .trim_start()
-            .strip_prefix("pub ")
-            .unwrap_or(line.trim_start())
-            .strip_prefix("const ")
-            .and_then(|r| r.split(':').next())
-        else {
-            continue;
-        };
-        names.push((name.trim().to_string(), format!("listings/data/{file}")));
+    for text in texts {
+        for line in text.lines() {
+            let Some(at) = line.find("include_str!(\"") else {
+                continue;
+            };
+            let quoted = &line[at + "include_str!(\"".len()..];
+            let included = &quoted[..quoted.find('"').unwrap_or(0)];
+            let Some(file) = included.split("data/").nth(1) else {
+                continue;
+            };
+            let Some(name) = line
+                .trim_start()
+                .strip_prefix("pub ")
+                .unwrap_or(line.trim_start())
+                .strip_prefix("const ")
+                .and_then(|r| r.split(':').next())
+            else {
+                continue;
+            };
+            names.push((
+                name.trim().to_string(),
+                format!("listings/data/{file}"),
+            ));
+        }
     }
-    // Functions that use a reader are readers too, to a fixed point.
-    let functions = functions_in(text);
+    let functions: Vec<(String, String)> =
+        texts.iter().flat_map(|t| functions_in(t)).collect();
     loop {
         let before = names.len();
         for (f, body) in &functions {
@@ -396,7 +404,7 @@ fn readers_in(text: &str, readers: &mut BTreeMap<String, String>) {
             break;
         }
     }
-    readers.extend(names);
+    names.into_iter().collect()
 }
 
 /// The non-test functions of a file, by name, with their bodies: a `fn`
@@ -464,18 +472,25 @@ pub fn kind(
     root: &Path,
 ) -> Kind {
     let body = &test.source;
-    let file = readers
+    let mut files: Vec<&String> = readers
         .iter()
-        .find(|(name, _)| mentions(body, name))
-        .map(|(_, file)| file.clone())
-        .or_else(|| {
-            let at = body.find("listings/data/")?;
-            let rest = &body[at..];
-            let end = rest
-                .find(|c: char| c == '"' || c.is_whitespace() || c == '`')
-                .unwrap_or(rest.len());
-            Some(rest[..end].to_string())
-        });
+        .filter(|(name, _)| mentions(body, name))
+        .map(|(_, file)| file)
+        .collect();
+    // A file made by a command of the book first (the paper's own logs,
+    // read beside it, are the comparison, not the result).
+    files.sort_by_key(|f| {
+        let header = fs::read_to_string(root.join(f)).unwrap_or_default();
+        !header.contains("cargo xtask ")
+    });
+    let file = files.first().map(|f| f.to_string()).or_else(|| {
+        let at = body.find("listings/data/")?;
+        let rest = &body[at..];
+        let end = rest
+            .find(|c: char| c == '"' || c.is_whitespace() || c == '`')
+            .unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    });
     if let Some(file) = file {
         let header = fs::read_to_string(root.join(&file)).unwrap_or_default();
         let (command, date, machine) = header_facts(&header);
