@@ -399,6 +399,29 @@ fn result_words(outcome: Outcome, record: Option<&Record>) -> String {
     }
 }
 
+/// The way from a chapter at `path` back to the book's root: `../` per
+/// folder.
+fn to_root(path: &str) -> String {
+    "../".repeat(path.matches('/').count())
+}
+
+/// Where the rustdoc source pages of the crate `listings` are, in the
+/// built book (`cargo xtask build` copies them there).
+pub const RUSTDOC: &str = "rustdoc/src/listings/";
+
+/// A test's `file:line`: for a file of the crate `listings`, a link to
+/// that line of its page in the rustdoc source view shipped with the book.
+fn source_link(file: &str, line: usize, to_root: &str) -> String {
+    let shown = format!("{file}:{line}");
+    match file.strip_prefix("listings/src/") {
+        Some(rest) => format!(
+            "<a class=\"claim-place\" href=\"{to_root}{RUSTDOC}{rest}.html#{line}\">\
+             {shown}</a>"
+        ),
+        None => format!("<span class=\"claim-place\">{shown}</span>"),
+    }
+}
+
 /// Markdown with code spans, as HTML (for lines inside an HTML block,
 /// where Markdown is not read).
 fn inline_html(markdown: &str) -> String {
@@ -610,7 +633,11 @@ impl Claims {
                 test_id(name)
             );
             for e in &self.evidence[name] {
-                self.evidence_html(&mut out, e);
+                self.evidence_html(
+                    &mut out,
+                    e,
+                    &to_root(&self.chapters[chapter].0),
+                );
             }
             out.push_str("</div>\n\n");
         }
@@ -619,8 +646,9 @@ impl Claims {
     }
 
     /// One test's evidence, as HTML and a folded code block.
-    fn evidence_html(&self, out: &mut String, e: &Evidence) {
+    fn evidence_html(&self, out: &mut String, e: &Evidence, to_root: &str) {
         let result = e.result(self.record.as_ref());
+        let place = source_link(&e.file, e.line, to_root);
         let class = match e.outcome {
             Outcome::Passed => "passed",
             Outcome::Failed => "failed",
@@ -629,14 +657,11 @@ impl Claims {
         let _ = writeln!(
             out,
             "<div class=\"claim-evidence\">\n\
-             <p class=\"claim-name\"><code>{}</code>, \
-             <span class=\"claim-place\">{}:{}</span></p>\n\
+             <p class=\"claim-name\"><code>{}</code>, {place}</p>\n\
              <p class=\"claim-kind\">Evidence: {}</p>\n\
              <p class=\"claim-result claim-{class}\">Result: {}</p>\n\
              <p class=\"claim-command\">Rerun it: <code>{}</code></p>",
             e.name,
-            e.file,
-            e.line,
             inline_html(&e.kind),
             inline_html(&result),
             crate::escape::html(&e.command),
@@ -696,7 +721,7 @@ impl Claims {
             for name in &claim.tests {
                 for e in &self.evidence[name] {
                     if sources {
-                        self.evidence_html(&mut out, e);
+                        self.evidence_html(&mut out, e, &to_root(here));
                         out.push('\n');
                     } else {
                         let _ = writeln!(
@@ -1050,6 +1075,9 @@ mod tests {
             &format!("claim-passed\">Result: passed in {run}</p>"),
             "Rerun it: <code>cargo test -p listings --lib \
              m3::cost::tests::rows_sum_to_one -- --exact --ignored</code>",
+            "<a class=\"claim-place\" \
+             href=\"../rustdoc/src/listings/m3/cost.rs.html#7\">\
+             listings/src/m3/cost.rs:7</a>",
         ] {
             assert!(out[0].contains(part), "{part}\n{}", out[0]);
         }

@@ -146,7 +146,8 @@ function htmlPages(root) {
   const walk = (dir) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
+      // rustdoc's source view (rustdoc/) is linked to, not a page of the book.
+      if (entry.isDirectory()) { if (path.relative(root, full) !== 'rustdoc') walk(full); }
       else if (entry.name.endsWith('.html')) out.push(path.relative(root, full).split(path.sep).join('/'));
     }
   };

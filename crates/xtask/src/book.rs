@@ -147,7 +147,117 @@ fn build_inner(
         )));
     }
     crate::search::readable(root)?;
+    rustdoc_sources(root)?;
     check_built(root)
+}
+
+/// Where the book's pages link for the source of the crate `listings`.
+const RUSTDOC: &str = "rustdoc";
+
+/// The source view the pages link to: rustdoc's pages of the crate
+/// `listings` (with its tests, `--cfg test`), built from this checkout and
+/// copied under the book's output as `rustdoc/`, with rustdoc's own files
+/// beside them. Only for a book whose pages link there.
+fn rustdoc_sources(root: &Path) -> Result<(), Failure> {
+    let book = root.join("book");
+    let wanted = html_pages(&book)?.iter().any(|p| {
+        fs::read_to_string(p)
+            .is_ok_and(|h| h.contains(mdbook_listings::claim::RUSTDOC))
+    });
+    if !wanted {
+        return Ok(());
+    }
+    step(
+        "cargo doc -p listings --no-deps --document-private-items (with \
+         --cfg test): the source view the pages link to",
+    );
+    let workspace = crate::root();
+    let out = Command::new("cargo")
+        .args([
+            "doc",
+            "--quiet",
+            "--package",
+            "listings",
+            "--no-deps",
+            "--document-private-items",
+        ])
+        .env("RUSTDOCFLAGS", "--cfg test")
+        .current_dir(&workspace)
+        .output()
+        .map_err(|e| Failure(format!("could not start cargo doc: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure(format!(
+            "cargo doc failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let doc = workspace.join("target/doc");
+    let into = book.join(RUSTDOC);
+    let _ = fs::remove_dir_all(&into);
+    copy_dir(&doc.join("src/listings"), &into.join("src/listings"))?;
+    copy_dir(&doc.join("static.files"), &into.join("static.files"))?;
+    for entry in fs::read_dir(&doc)? {
+        let path = entry?.path();
+        if path.is_file() {
+            fs::copy(&path, into.join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copy the folder `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), Failure> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let path = entry?.path();
+        let target = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_dir(&path, &target)?;
+        } else {
+            fs::copy(&path, &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every link of the book's pages into the rustdoc source view must reach
+/// a page there and a line of it.
+pub fn source_links(book: &Path) -> Result<Vec<String>, Failure> {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for page in html_pages(book)? {
+        let html = fs::read_to_string(&page)?;
+        let name = page.strip_prefix(book).unwrap_or(&page).display();
+        for (at, _) in html.match_indices("href=\"") {
+            let rest = &html[at + 6..];
+            let link = &rest[..rest.find('"').unwrap_or(0)];
+            if !link.contains(mdbook_listings::claim::RUSTDOC) {
+                continue;
+            }
+            checked += 1;
+            let (file, line) = link.split_once('#').unwrap_or((link, ""));
+            let target = page.parent().unwrap_or(book).join(file);
+            let Ok(source) = fs::read_to_string(&target) else {
+                problems.push(format!(
+                    "book/{name}: source link {link}: no such page (did \
+                     cargo doc run?)"
+                ));
+                continue;
+            };
+            if line.is_empty()
+                || !(source.contains(&format!(" id={line} "))
+                    || source.contains(&format!(" id=\"{line}\"")))
+            {
+                problems.push(format!(
+                    "book/{name}: source link {link}: no line {line} there"
+                ));
+            }
+        }
+    }
+    if checked > 0 {
+        println!("checked {checked} links into the source view");
+    }
+    Ok(problems)
 }
 
 /// Check the book already built in `root/book`: every page on its own,
@@ -156,7 +266,7 @@ fn build_inner(
 pub fn check_built(root: &Path) -> Result<usize, Failure> {
     let book = root.join("book");
     let pages = html_pages(&book)?;
-    let mut problems = Vec::new();
+    let mut problems = source_links(&book)?;
     for page in &pages {
         let html = fs::read_to_string(page)?;
         let name = page.strip_prefix(root).unwrap_or(page).display();
@@ -232,10 +342,14 @@ fn listings_errors(log: &str) -> String {
     }
 }
 
-/// Every `.html` file under `dir`, sorted.
+/// Every `.html` page of the book under `dir`, sorted (not rustdoc's
+/// source view, which is rustdoc's to check).
 fn html_pages(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     let mut pages = crate::links::all_files(dir)?;
-    pages.retain(|p| p.extension().is_some_and(|e| e == "html"));
+    let rustdoc = dir.join(RUSTDOC);
+    pages.retain(|p| {
+        p.extension().is_some_and(|e| e == "html") && !p.starts_with(&rustdoc)
+    });
     Ok(pages)
 }
 
@@ -311,6 +425,35 @@ fn remove_stale_builds(deps: &Path) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_link_must_reach_its_page_and_line() {
+        let book = std::env::temp_dir().join("xtask-source-links");
+        let _ = fs::remove_dir_all(&book);
+        fs::create_dir_all(book.join("m3")).unwrap();
+        fs::create_dir_all(book.join("rustdoc/src/listings/m3")).unwrap();
+        fs::write(
+            book.join("rustdoc/src/listings/m3/cost.rs.html"),
+            "<a href=#1 id=1 data-nosnippet>1</a><a href=#2 id=2 x>2</a>",
+        )
+        .unwrap();
+        let link = |to: &str| {
+            format!("<a href=\"../rustdoc/src/listings/m3/{to}\">x</a>")
+        };
+        fs::write(book.join("m3/cost.html"), link("cost.rs.html#2")).unwrap();
+        assert!(source_links(&book).unwrap().is_empty());
+        let page =
+            format!("{}{}", link("cost.rs.html#7"), link("gone.rs.html#1"));
+        fs::write(book.join("m3/cost.html"), page).unwrap();
+        let problems = source_links(&book).unwrap();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("cost.rs.html#7: no line 7"),
+            "{problems:?}"
+        );
+        assert!(problems[1].contains("gone.rs.html#1: no such page"));
+        fs::remove_dir_all(&book).unwrap();
+    }
 
     #[test]
     fn the_repository_icons_need_a_real_address() {
