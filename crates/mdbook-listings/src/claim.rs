@@ -399,6 +399,11 @@ fn result_words(outcome: Outcome, record: Option<&Record>) -> String {
     }
 }
 
+/// The id of a test's first entry on an appendix page, where its code is.
+fn source_id(e: &Evidence) -> String {
+    format!("code-{}-{}", e.file.replace(['/', '.'], "-"), e.line)
+}
+
 /// The way from a chapter at `path` back to the book's root: `../` per
 /// folder.
 fn to_root(path: &str) -> String {
@@ -449,9 +454,33 @@ fn is_the_builds_own(file: &str) -> bool {
         .any(|dir| file.starts_with(dir))
 }
 
-/// Is this line the appendix's directive?
-pub(crate) fn is_page(s: &Scanned<'_>) -> bool {
-    !s.inside && s.text.trim() == PAGE
+/// Is this line an appendix page's directive? `{{#claims}}` lists the
+/// marks of every chapter no other page takes; `{{#claims FOLDER}}` those
+/// of the chapters under `src/FOLDER/` (one part of the book per page).
+/// The folder, or `""`, if it is.
+pub(crate) fn page_filter(s: &Scanned<'_>) -> Option<String> {
+    if s.inside {
+        return None;
+    }
+    let text = s.text.trim();
+    if text == PAGE {
+        return Some(String::new());
+    }
+    let folder = text.strip_prefix("{{#claims ")?.strip_suffix("}}")?.trim();
+    (!folder.is_empty() && !folder.contains(char::is_whitespace))
+        .then(|| folder.trim_end_matches('/').to_string())
+}
+
+/// The appendix page that lists the marks of the chapter at `path`: the
+/// page for its folder, else the page for every other chapter.
+fn page_for(pages: &[(usize, String)], path: &str) -> Option<usize> {
+    let folder =
+        |f: &String| !f.is_empty() && path.starts_with(&format!("{f}/"));
+    pages
+        .iter()
+        .find(|(_, f)| folder(f))
+        .or_else(|| pages.iter().find(|(_, f)| f.is_empty()))
+        .map(|(i, _)| *i)
 }
 
 /// Is this line the verification report's directive?
@@ -465,8 +494,9 @@ pub(crate) struct Claims {
     marks: Vec<Claim>,
     /// Each name a mark uses, with the evidence of every test it means.
     evidence: BTreeMap<String, Vec<Evidence>>,
-    /// The chapter holding `{{#claims}}`, if any.
-    page: Option<usize>,
+    /// The chapters holding `{{#claims}}` or `{{#claims FOLDER}}`, with
+    /// the folder (`""` for the page of every other chapter).
+    pages: Vec<(usize, String)>,
     /// Each chapter's path and title (its first `# ` heading).
     chapters: Vec<(String, String)>,
     /// The record of the test run the book is built with, if any.
@@ -555,15 +585,27 @@ impl Claims {
             }
             errors.dedup();
         }
-        let page = chapters
+        let pages: Vec<(usize, String)> = chapters
             .iter()
-            .position(|c| scan(&c.content).iter().any(is_page));
-        if page.is_none() && !marks.is_empty() {
-            errors.push(
-                "the book has claim marks but no page with {{#claims}} for \
-                 them to link to; add one to SUMMARY.md"
-                    .to_string(),
-            );
+            .enumerate()
+            .flat_map(|(i, c)| {
+                scan(&c.content)
+                    .iter()
+                    .filter_map(page_filter)
+                    .map(|f| (i, f))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for claim in &marks {
+            if page_for(&pages, &chapters[claim.chapter].path).is_none() {
+                errors.push(format!(
+                    "{}: the chapter has claim marks but no page with \
+                     {{{{#claims}}}} for them to link to; add one to \
+                     SUMMARY.md",
+                    chapters[claim.chapter].path
+                ));
+                break;
+            }
         }
         let titles = chapters
             .iter()
@@ -579,7 +621,7 @@ impl Claims {
         Claims {
             marks,
             evidence,
-            page,
+            pages,
             chapters: titles,
             record,
         }
@@ -597,7 +639,8 @@ impl Claims {
         from: &str,
         paths: &[String],
     ) -> Option<String> {
-        self.page.map(|p| reference::relative(from, &paths[p]))
+        page_for(&self.pages, from)
+            .map(|p| reference::relative(from, &paths[p]))
     }
 
     /// How the tests of one mark fared, in words: the worst outcome of
@@ -691,6 +734,12 @@ impl Claims {
     /// `sources` says whether to quote the tests' code (not for
     /// `mdbook test`, where rustdoc would try to compile it).
     pub(crate) fn appendix(&self, here: &str, sources: bool) -> String {
+        let mine = |c: &&Claim| {
+            page_for(&self.pages, &self.chapters[c.chapter].0)
+                .is_some_and(|p| self.chapters[p].0 == here)
+        };
+        let marks: Vec<&Claim> = self.marks.iter().filter(mine).collect();
+        let mut shown = std::collections::BTreeSet::new();
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -700,11 +749,12 @@ impl Claims {
              names each test, where it is, the kind of evidence it is, the \
              command that reruns it, its result in the run that built this \
              page, and its code. `cargo xtask build` fails if a named test \
-             does not exist; `cargo xtask test` fails if it did not run.\n",
-            self.marks.len()
+             does not exist; `cargo xtask test` fails if it did not run. \
+             A test's code is shown once on this page, at its first entry.\n",
+            marks.len()
         );
         let mut last = None;
-        for claim in &self.marks {
+        for claim in marks {
             let (path, title) = &self.chapters[claim.chapter];
             if last != Some(claim.chapter) {
                 let _ = writeln!(out, "## {title}\n");
@@ -721,7 +771,35 @@ impl Claims {
             for name in &claim.tests {
                 for e in &self.evidence[name] {
                     if sources {
+                        let first = shown.insert((&e.file, e.line));
+                        let start = out.len();
                         self.evidence_html(&mut out, e, &to_root(here));
+                        if first {
+                            let tag = "<div class=\"claim-evidence\">";
+                            let with_id = format!(
+                                "<div class=\"claim-evidence\" id=\"{}\">",
+                                source_id(e)
+                            );
+                            out.replace_range(
+                                start..start + tag.len(),
+                                &with_id,
+                            );
+                        } else {
+                            // The code once per page: later entries point
+                            // to the first.
+                            let cut =
+                                out.rfind("<details class=\"claim-body\"");
+                            if let Some(cut) = cut {
+                                out.truncate(cut);
+                                let _ = writeln!(
+                                    out,
+                                    "<p class=\"claim-body\">Its code is \
+                                     shown at <a href=\"#{}\">its first entry \
+                                     on this page</a>.</p>\n</div>\n",
+                                    source_id(e)
+                                );
+                            }
+                        }
                         out.push('\n');
                     } else {
                         let _ = writeln!(
@@ -1117,6 +1195,51 @@ mod tests {
             ),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn each_part_of_the_book_has_its_own_claims_page_with_code_once() {
+        let src = scratch("claims-split");
+        std::fs::write(src.join("../code/tests.rs"), CODE).unwrap();
+        let page = |title: &str, path: &str, directive: &str| {
+            chapter(
+                title,
+                path,
+                Value::Null,
+                &format!("# {title}\n\n{directive}\n"),
+            )
+        };
+        let out = run(
+            &src,
+            vec![
+                chapter(
+                    "A",
+                    "m3/a.md",
+                    json!([1]),
+                    "# A\n\nOne. {{#claim other}} Two. {{#claim other}}\n",
+                ),
+                chapter(
+                    "B",
+                    "paper/b.md",
+                    json!([2]),
+                    "# B\n\nThree. {{#claim other}}\n",
+                ),
+                page("Claims", "claims.md", "{{#claims}}"),
+                page("Claims of Part I", "claims-m3.md", "{{#claims m3}}"),
+            ],
+        )
+        .unwrap();
+        assert!(out[0].contains("(../claims-m3.md#claim-0-1"), "{}", out[0]);
+        assert!(out[1].contains("(../claims.md#claim-1-1"), "{}", out[1]);
+        let (rest, part) = (&out[2], &out[3]);
+        assert!(part.contains("id=\"claim-0-2\""), "{part}");
+        assert!(!part.contains("claim-1-1"), "{part}");
+        assert!(
+            rest.contains("id=\"claim-1-1\"") && !rest.contains("claim-0-1")
+        );
+        assert_eq!(part.matches("fn other()").count(), 1, "{part}");
+        assert!(part.contains("id=\"code-code-tests-rs-13\""), "{part}");
+        assert!(part.contains("shown at <a href=\"#code-code-tests-rs-13\">"));
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub(crate) fn expand(
             out.push_str(&ctx.claims.report(&ch.path));
             continue;
         }
-        if claim::is_page(&s) {
+        if claim::page_filter(&s).is_some() {
             let page = ctx.claims.appendix(&ch.path, ctx.mode == Mode::Render);
             for line in page.lines() {
                 out.push_str(&references(line, errors));
