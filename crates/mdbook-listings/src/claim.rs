@@ -1243,6 +1243,17 @@ mod tests {
     }
 
     #[test]
+    fn a_mark_on_its_own_line_joins_the_sentence_before_it() {
+        let (_, out) = book_with("\n{{#claim rows_sum_to_one}}");
+        let out = out.unwrap();
+        assert!(
+            out[0].contains("Rows sum to one.\u{2060}<sup class=\"claim\""),
+            "{}",
+            out[0]
+        );
+    }
+
+    #[test]
     fn marked_tests_lists_every_name_outside_code() {
         let md = "A. {{#claim a b}} B {{#claim c}}\n```\n{{#claim d}}\n```\n";
         assert_eq!(marked_tests(md), ["a", "b", "c"]);

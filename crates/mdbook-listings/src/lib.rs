@@ -62,7 +62,7 @@ mod scan;
 #[cfg(test)]
 mod test_support;
 
-pub use expand::Mode;
+pub use expand::{Mode, TRY_IT_VAR};
 pub use orphan::orphan_anchors;
 #[cfg(feature = "book")]
 pub use registry::BookRegistry;

@@ -94,9 +94,13 @@ fn build_inner(
         std::env::var("BOOK_REPOSITORY").ok().as_deref(),
         std::env::var("BOOK_BRANCH").ok().as_deref(),
     )?;
+    let try_it = try_it_outputs(root)?;
     step(&format!("mdbook build {}", root.display()));
     let mut mdbook = Command::new("mdbook");
     mdbook.arg("build").arg(root).envs(repository);
+    if let Some(dir) = &try_it {
+        mdbook.env(mdbook_listings::TRY_IT_VAR, dir);
+    }
     match record {
         Some(record) => mdbook.env(RECORD_VAR, record),
         None => mdbook.env_remove(RECORD_VAR),
@@ -149,6 +153,58 @@ fn build_inner(
     crate::search::readable(root)?;
     rustdoc_sources(root)?;
     check_built(root)
+}
+
+/// Run every example of `listings` that a chapter shows in a block
+/// (`{{#rustdoc_include ...listings/examples/NAME.rs...}}`) and keep what
+/// it prints in `target/try-it/NAME.txt`, for the book to show under the
+/// block. The folder, or None if no chapter shows an example.
+pub fn try_it_outputs(root: &Path) -> Result<Option<PathBuf>, Failure> {
+    let mut examples = std::collections::BTreeSet::new();
+    for path in crate::links::all_files(&root.join("src"))? {
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        for line in fs::read_to_string(&path)?.lines() {
+            let Some(rest) = line.trim().strip_prefix("{{#rustdoc_include ")
+            else {
+                continue;
+            };
+            let Some(at) = rest.find("listings/examples/") else {
+                continue;
+            };
+            let file = &rest[at + "listings/examples/".len()..];
+            if let Some(name) = file.split(".rs").next() {
+                examples.insert(name.to_string());
+            }
+        }
+    }
+    if examples.is_empty() {
+        return Ok(None);
+    }
+    let workspace = crate::root();
+    let dir = workspace.join("target/try-it");
+    fs::create_dir_all(&dir)?;
+    step(&format!(
+        "what the Try-it examples print: {}",
+        examples.iter().cloned().collect::<Vec<_>>().join(", ")
+    ));
+    for name in &examples {
+        let out = Command::new("cargo")
+            .args(["run", "--quiet", "--package", "listings", "--example"])
+            .arg(name)
+            .current_dir(&workspace)
+            .output()
+            .map_err(|e| Failure(format!("could not start cargo: {e}")))?;
+        if !out.status.success() {
+            return Err(Failure(format!(
+                "the example {name} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        fs::write(dir.join(format!("{name}.txt")), &out.stdout)?;
+    }
+    Ok(Some(dir))
 }
 
 /// Where the book's pages link for the source of the crate `listings`.

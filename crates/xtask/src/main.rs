@@ -186,7 +186,21 @@ fn release_binary(
 fn serve() -> Result<(), Failure> {
     build()?;
     xtask::step("mdbook serve on http://localhost:3000 (Ctrl-C to stop)");
-    run("mdbook", &["serve", "--port", "3000"], &root())
+    // Rebuilds show the Try-it outputs of the build above.
+    let root = root();
+    let mut serve = std::process::Command::new("mdbook");
+    serve.args(["serve", "--port", "3000"]).current_dir(&root);
+    if let Some(dir) = book::try_it_outputs(&root)? {
+        serve.env(mdbook_listings::TRY_IT_VAR, dir);
+    }
+    let status = serve
+        .status()
+        .map_err(|e| Failure(format!("could not start `mdbook`: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure(format!("`mdbook serve` failed ({status})")))
+    }
 }
 
 fn test() -> Result<(), Failure> {
