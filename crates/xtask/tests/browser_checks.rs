@@ -479,10 +479,7 @@ fn broken_claim_marks_fail_the_browser_check() {
                 let second = "data-tests=\"claim-test-second_check_holds\"><a ";
                 let html = html.replacen(
                     second,
-                    &format!(
-                        "{second}style=\"min-width:0;min-height:0;\
-                              line-height:1;margin:0\" "
-                    ),
+                    &format!("{second}style=\"padding:0;margin:0\" "),
                     1,
                 );
                 let store = html.find("class=\"claim-store\"").unwrap();
