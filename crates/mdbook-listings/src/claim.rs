@@ -787,16 +787,19 @@ impl Claims {
                         } else {
                             // The code once per page: later entries point
                             // to the first.
-                            let cut =
-                                out.rfind("<details class=\"claim-body\"");
+                            // Only this entry's own code (a test of the
+                            // build has none).
+                            let cut = out[start..]
+                                .find("<details class=\"claim-body\"")
+                                .map(|at| start + at);
                             if let Some(cut) = cut {
                                 out.truncate(cut);
                                 let _ = writeln!(
                                     out,
                                     "<p class=\"claim-body\">Its code is \
-                                     shown at <a href=\"#{}\">its first entry \
-                                     on this page</a>.</p>\n</div>\n",
-                                    source_id(e)
+                                     shown above, at this test's first entry \
+                                     on this page ({}).</p>\n</div>\n",
+                                    e.name
                                 );
                             }
                         }
@@ -1050,7 +1053,8 @@ mod tests {
         }
         std::fs::write(src.join("../code/tests.rs"), CODE).unwrap();
         let one = "# One\n\nIt checks. {{#claim checks_the_build}}\n\
-                   Rows sum to one. {{#claim rows_sum_to_one}}\n";
+                   Rows sum to one. {{#claim rows_sum_to_one}}\n\
+                   Again. {{#claim checks_the_build}}\n";
         let out = run(
             &src,
             vec![
@@ -1077,6 +1081,10 @@ mod tests {
             );
         }
         assert!(page.contains("(A test of the build itself"), "{page}");
+        // A test of the build named twice keeps every entry whole.
+        for id in ["claim-0-1", "claim-0-2", "claim-0-3"] {
+            assert!(page.contains(&format!("id=\"{id}\"")), "{id}: {page}");
+        }
         assert!(!page.contains("fn checks_the_build()"), "{page}");
         assert!(page.contains("\nfn rows_sum_to_one() {"), "{page}");
     }
@@ -1239,7 +1247,7 @@ mod tests {
         );
         assert_eq!(part.matches("fn other()").count(), 1, "{part}");
         assert!(part.contains("id=\"code-code-tests-rs-13\""), "{part}");
-        assert!(part.contains("shown at <a href=\"#code-code-tests-rs-13\">"));
+        assert!(part.contains("shown above, at this test's first entry"));
     }
 
     #[test]
