@@ -1259,6 +1259,10 @@ mod tests {
             "{}",
             out[0]
         );
+        // After a line that starts with inline math, too.
+        let (_, out) = book_with("$x$ too.\n{{#claim rows_sum_to_one}}");
+        let out = out.unwrap();
+        assert!(out[0].contains("$x$ too.\u{2060}<sup"), "{}", out[0]);
     }
 
     #[test]

@@ -231,7 +231,8 @@ pub(crate) fn expand(
                     let prose = last.is_some_and(|l| {
                         let l = l.trim();
                         !l.is_empty()
-                            && !l.starts_with(['<', '`', '#', '|', '$', '>'])
+                            && !l.starts_with(['<', '`', '#', '|', '>'])
+                            && !l.starts_with("$$")
                             && !l.ends_with("$$")
                     });
                     if prose && out.ends_with('\n') && !out.ends_with("\n\n") {
