@@ -404,9 +404,11 @@ function layout(width) {
     const reach = Math.max(box.right, visible ? box.left + el.scrollWidth : box.right);
     const past = Math.max(reach - right, left - box.left);
     if (past <= 0) continue;
-    // A claim mark, bound to its word, may hang into the page's margin by
-    // a mark's width, as punctuation hangs; it stays whole and visible.
-    if (el.closest('sup.claim') && past <= 12 && reach - right === past) continue;
+    // A claim mark's target may reach into the page's margin by its own
+    // padding (16 px): back over the word before it, at the start of a line
+    // (after a formula, whose full stop wraps with the mark), or past the
+    // end of one, as punctuation hangs. The mark itself stays visible.
+    if (el.closest('sup.claim') && past <= 16) continue;
     let contained = false;
     for (let a = el.parentElement; a && a !== main; a = a.parentElement) {
       if (overflowX(a) !== 'visible') {
