@@ -13,6 +13,7 @@ use crate::chapter::Chapter;
 use crate::escape::find_unescaped;
 use crate::reference;
 use crate::scan::{Scanned, scan};
+use crate::verify::{self, Outcome, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 const MARK: &str = "{{#claim ";
 const PAGE: &str = "{{#claims}}";
+const REPORT: &str = "{{#verification}}";
 
 /// A test function found in the workspace's sources.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +30,9 @@ pub struct Test {
     pub file: String,
     /// The line of its `fn`, from 1.
     pub line: usize,
+    /// The modules written around it in its file, outermost first
+    /// (`["tests"]` for a test in `mod tests { ... }`).
+    pub module: Vec<String>,
     /// From its `#[test]` to its closing brace.
     pub source: String,
 }
@@ -114,11 +119,39 @@ fn tests_in(file: &str, text: &str) -> Vec<(String, Test)> {
             Test {
                 file: file.to_string(),
                 line: f + 1,
+                module: enclosing_modules(&lines[..f], indent.len()),
                 source,
             },
         ));
     }
     found
+}
+
+/// The inline modules (`mod NAME {`) around a line indented by `indent`,
+/// given the lines before it, outermost first.
+fn enclosing_modules(before: &[&str], mut indent: usize) -> Vec<String> {
+    let mut modules = Vec::new();
+    for line in before.iter().rev() {
+        if indent == 0 {
+            break;
+        }
+        let trimmed = line.trim_start();
+        let depth = line.len() - trimmed.len();
+        if depth >= indent || trimmed.is_empty() {
+            continue;
+        }
+        let declared = trimmed
+            .strip_prefix("pub ")
+            .or_else(|| trimmed.strip_prefix("pub(crate) "))
+            .unwrap_or(trimmed)
+            .strip_prefix("mod ");
+        if let Some(rest) = declared.filter(|_| trimmed.ends_with('{')) {
+            modules.push(rest.trim_end_matches('{').trim().to_string());
+            indent = depth;
+        }
+    }
+    modules.reverse();
+    modules
 }
 
 /// The tests a mark's name means: `NAME`, every `#[test] fn NAME`; a name
@@ -283,14 +316,24 @@ fn entry_id(claim: &Claim) -> String {
     format!("claim-{}-{}", claim.chapter, claim.number)
 }
 
+/// The id of a test's evidence on a chapter page (the page's store of
+/// evidence holds each test once).
+fn test_id(name: &str) -> String {
+    format!("claim-test-{}", name.replace("::", "--"))
+}
+
 /// The second pass, on one line of prose: every mark becomes a small link
-/// to its entry. `claims` are this chapter's, in order; `next` counts the
-/// marks already expanded. `page` is the appendix as a link from here.
+/// to its entry, bound to the word before it by a word joiner (U+2060)
+/// so that it never starts a line. `claims` are this chapter's, in order;
+/// `next` counts the marks already expanded. `page` is the appendix as a
+/// link from here; `result` says, for a mark's tests, how they fared in
+/// the run that built the book.
 pub(crate) fn expand_marks(
     text: &str,
     claims: &[&Claim],
     next: &mut usize,
     page: Option<&str>,
+    result: &dyn Fn(&[String]) -> String,
 ) -> String {
     let mut out = String::new();
     let mut done = 0;
@@ -303,81 +346,102 @@ pub(crate) fn expand_marks(
         *next += 1;
         let id = entry_id(claim);
         let tests = claim.tests.join(", ");
+        let ids: Vec<String> = claim.tests.iter().map(|t| test_id(t)).collect();
         let page = page.unwrap_or_default();
+        let result = result(&claim.tests);
         let _ = write!(
             out,
-            "<sup class=\"claim\" id=\"mark-{id}\">[✓]({page}#{id} \
-             \"Checked by {tests}\")</sup>"
+            "\u{2060}<sup class=\"claim\" id=\"mark-{id}\" \
+             data-tests=\"{}\">[✓]({page}#{id} \"Checked by {tests}: \
+             {result}\")</sup>",
+            ids.join(" ")
         );
     }
     out.push_str(&text[done..]);
     out
 }
 
-/// The appendix: chapter by chapter, each marked sentence with a link
-/// back, its tests' files and lines, and each test's source collapsed.
-/// `chapters` are (path, title) of every chapter; `here` is the appendix's
-/// path; `sources` says whether to show the tests' code (not for
-/// `mdbook test`, where rustdoc would try to compile it).
-fn appendix(
-    claims: &[Claim],
-    chapters: &[(String, String)],
-    here: &str,
-    tests: &BTreeMap<String, Vec<Test>>,
-    sources: bool,
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Marked sentences: {}. A sentence of the book followed by the mark \
-         <sup class=\"claim\">✓</sup> is checked by the tests it names. \
-         Each entry quotes the sentence, \
-         links back to it, and names each test, where it is, and its \
-         code. `cargo xtask build` fails if a named test does not exist; \
-         `cargo xtask test` fails if it did not run.\n",
-        claims.len()
-    );
-    let mut last = None;
-    for claim in claims {
-        let (path, title) = &chapters[claim.chapter];
-        if last != Some(claim.chapter) {
-            let _ = writeln!(out, "## {title}\n");
-            last = Some(claim.chapter);
-        }
-        let id = entry_id(claim);
-        let back = reference::relative(here, path);
-        let _ = writeln!(
-            out,
-            "<div class=\"claim-entry\" id=\"{id}\">\n\n> {} \
-             [(in the chapter)]({back}#mark-{id})\n",
-            claim.sentence
-        );
-        for name in &claim.tests {
-            for test in resolve(name, tests) {
-                let name = function_name(name);
-                let place =
-                    format!("<code>{name}</code>, {}:{}", test.file, test.line);
-                if sources && is_the_builds_own(&test.file) {
-                    let _ = writeln!(
-                        out,
-                        "{place} (a test of the build itself: it builds small \
-                         books, and its code is not quoted here)\n"
-                    );
-                } else if sources {
-                    let code = test.source.replace("{{#", "\\{{#");
-                    let _ = writeln!(
-                        out,
-                        "<details><summary>{place}</summary>\n\n\
-                         ```rust,noplayground\n{code}\n```\n\n</details>\n"
-                    );
-                } else {
-                    let _ = writeln!(out, "{place}\n");
-                }
-            }
-        }
-        out.push_str("</div>\n\n");
+/// What a page says of one test named by a mark: where it is, its code,
+/// the kind of evidence, the command that reruns it, and its result.
+pub(crate) struct Evidence {
+    pub(crate) name: String,
+    pub(crate) file: String,
+    pub(crate) line: usize,
+    pub(crate) source: String,
+    /// A test of the build itself, whose code is named, not quoted.
+    pub(crate) builds_own: bool,
+    /// The kind of evidence, as Markdown.
+    pub(crate) kind: String,
+    pub(crate) command: String,
+    pub(crate) outcome: Outcome,
+}
+
+impl Evidence {
+    /// The result in words, with the run it comes from.
+    fn result(&self, record: Option<&Record>) -> String {
+        result_words(self.outcome, record)
     }
-    out
+}
+
+/// An outcome in words, with the run it comes from.
+fn result_words(outcome: Outcome, record: Option<&Record>) -> String {
+    let Some(record) = record else {
+        return "not run in this build (built without a record of the \
+                tests; `cargo xtask test` builds the book with one)"
+            .to_string();
+    };
+    let run = record.run_name();
+    match outcome {
+        Outcome::Passed => format!("passed in {run}"),
+        Outcome::Failed => format!("FAILED in {run}"),
+        Outcome::Ignored => format!("ignored (not run) in {run}"),
+        Outcome::NotRun => format!("not run: {run} does not hold it"),
+    }
+}
+
+/// The id of a test's first entry on an appendix page, where its code is.
+fn source_id(e: &Evidence) -> String {
+    format!("code-{}-{}", e.file.replace(['/', '.'], "-"), e.line)
+}
+
+/// The way from a chapter at `path` back to the book's root: `../` per
+/// folder.
+fn to_root(path: &str) -> String {
+    "../".repeat(path.matches('/').count())
+}
+
+/// Where the rustdoc source pages of the crate `listings` are, in the
+/// built book (`cargo xtask build` copies them there).
+pub const RUSTDOC: &str = "rustdoc/src/listings/";
+
+/// A test's `file:line`: for a file of the crate `listings`, a link to
+/// that line of its page in the rustdoc source view shipped with the book.
+fn source_link(file: &str, line: usize, to_root: &str) -> String {
+    let shown = format!("{file}:{line}");
+    match file.strip_prefix("listings/src/") {
+        Some(rest) => format!(
+            "<a class=\"claim-place\" href=\"{to_root}{RUSTDOC}{rest}.html#{line}\">\
+             {shown}</a>"
+        ),
+        None => format!("<span class=\"claim-place\">{shown}</span>"),
+    }
+}
+
+/// Markdown with code spans, as HTML (for lines inside an HTML block,
+/// where Markdown is not read).
+fn inline_html(markdown: &str) -> String {
+    markdown
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            let part = crate::escape::html(part);
+            if i % 2 == 1 {
+                format!("<code>{part}</code>")
+            } else {
+                part
+            }
+        })
+        .collect()
 }
 
 /// The build's own checks (the `xtask` crate) and this preprocessor are
@@ -390,33 +454,70 @@ fn is_the_builds_own(file: &str) -> bool {
         .any(|dir| file.starts_with(dir))
 }
 
-/// Is this line the appendix's directive?
-pub(crate) fn is_page(s: &Scanned<'_>) -> bool {
-    !s.inside && s.text.trim() == PAGE
+/// Is this line an appendix page's directive? `{{#claims}}` lists the
+/// marks of every chapter no other page takes; `{{#claims FOLDER}}` those
+/// of the chapters under `src/FOLDER/` (one part of the book per page).
+/// The folder, or `""`, if it is.
+pub(crate) fn page_filter(s: &Scanned<'_>) -> Option<String> {
+    if s.inside {
+        return None;
+    }
+    let text = s.text.trim();
+    if text == PAGE {
+        return Some(String::new());
+    }
+    let folder = text.strip_prefix("{{#claims ")?.strip_suffix("}}")?.trim();
+    (!folder.is_empty() && !folder.contains(char::is_whitespace))
+        .then(|| folder.trim_end_matches('/').to_string())
+}
+
+/// The appendix page that lists the marks of the chapter at `path`: the
+/// page for its folder, else the page for every other chapter.
+fn page_for(pages: &[(usize, String)], path: &str) -> Option<usize> {
+    let folder =
+        |f: &String| !f.is_empty() && path.starts_with(&format!("{f}/"));
+    pages
+        .iter()
+        .find(|(_, f)| folder(f))
+        .or_else(|| pages.iter().find(|(_, f)| f.is_empty()))
+        .map(|(i, _)| *i)
+}
+
+/// Is this line the verification report's directive?
+pub(crate) fn is_report(s: &Scanned<'_>) -> bool {
+    !s.inside && s.text.trim() == REPORT
 }
 
 /// The claim marks of the whole book, the tests they name, and the page
 /// that lists them.
 pub(crate) struct Claims {
     marks: Vec<Claim>,
-    tests: BTreeMap<String, Vec<Test>>,
-    /// The chapter holding `{{#claims}}`, if any.
-    page: Option<usize>,
+    /// Each name a mark uses, with the evidence of every test it means.
+    evidence: BTreeMap<String, Vec<Evidence>>,
+    /// The chapters holding `{{#claims}}` or `{{#claims FOLDER}}`, with
+    /// the folder (`""` for the page of every other chapter).
+    pages: Vec<(usize, String)>,
     /// Each chapter's path and title (its first `# ` heading).
     chapters: Vec<(String, String)>,
+    /// The record of the test run the book is built with, if any.
+    record: Option<Record>,
 }
 
 impl Claims {
     /// The first pass: every mark of the book, its tests found in the
     /// workspace (the folder above `src`), and the appendix page.
+    /// `record` is the test run the book is built with: a marked test
+    /// that failed in it fails the build.
     pub(crate) fn collect(
         chapters: &[Chapter],
         src: &Path,
+        record: Option<Record>,
         errors: &mut Vec<String>,
     ) -> Claims {
+        let root = src.parent().unwrap_or(src);
         let uses = |c: &&Chapter| c.content.contains("{{#claim");
         let tests = if chapters.iter().any(|c| uses(&c)) {
-            find_tests(src.parent().unwrap_or(src))
+            find_tests(root)
         } else {
             Default::default()
         };
@@ -425,15 +526,86 @@ impl Claims {
             .map(|c| (c.path.as_str(), c.content.as_str()))
             .collect();
         let marks = collect(&contents, &tests, errors);
-        let page = chapters
+        let readers = if marks.is_empty() {
+            Default::default()
+        } else {
+            verify::data_readers(root)
+        };
+        let mut evidence: BTreeMap<String, Vec<Evidence>> = BTreeMap::new();
+        for claim in &marks {
+            for name in &claim.tests {
+                if evidence.contains_key(name) {
+                    continue;
+                }
+                let function = function_name(name);
+                let found = resolve(name, &tests)
+                    .into_iter()
+                    .map(|test| {
+                        let (outcome, path) =
+                            verify::outcome(record.as_ref(), function, test);
+                        let command = verify::place(function, test)
+                            .map(|p| {
+                                let path = path.unwrap_or(p.path.clone());
+                                verify::command(&p, &path, test)
+                            })
+                            .unwrap_or_else(|| {
+                                format!("cargo test --workspace {function}")
+                            });
+                        Evidence {
+                            name: function.to_string(),
+                            file: test.file.clone(),
+                            line: test.line,
+                            source: test.source.clone(),
+                            builds_own: is_the_builds_own(&test.file),
+                            kind: verify::kind(test, &readers, root).describe(),
+                            command,
+                            outcome,
+                        }
+                    })
+                    .collect();
+                evidence.insert(name.clone(), found);
+            }
+        }
+        if record.is_some() {
+            for claim in &marks {
+                let path = &chapters[claim.chapter].path;
+                for name in &claim.tests {
+                    for e in &evidence[name] {
+                        if e.outcome == Outcome::Failed {
+                            errors.push(format!(
+                                "{path}: the claim mark names `{name}`, which \
+                                 FAILED in the test run the book is built \
+                                 with ({}:{}); a failed claim is not \
+                                 published",
+                                e.file, e.line
+                            ));
+                        }
+                    }
+                }
+            }
+            errors.dedup();
+        }
+        let pages: Vec<(usize, String)> = chapters
             .iter()
-            .position(|c| scan(&c.content).iter().any(is_page));
-        if page.is_none() && !marks.is_empty() {
-            errors.push(
-                "the book has claim marks but no page with {{#claims}} for \
-                 them to link to; add one to SUMMARY.md"
-                    .to_string(),
-            );
+            .enumerate()
+            .flat_map(|(i, c)| {
+                scan(&c.content)
+                    .iter()
+                    .filter_map(page_filter)
+                    .map(|f| (i, f))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for claim in &marks {
+            if page_for(&pages, &chapters[claim.chapter].path).is_none() {
+                errors.push(format!(
+                    "{}: the chapter has claim marks but no page with \
+                     {{{{#claims}}}} for them to link to; add one to \
+                     SUMMARY.md",
+                    chapters[claim.chapter].path
+                ));
+                break;
+            }
         }
         let titles = chapters
             .iter()
@@ -448,9 +620,10 @@ impl Claims {
             .collect();
         Claims {
             marks,
-            tests,
-            page,
+            evidence,
+            pages,
             chapters: titles,
+            record,
         }
     }
 
@@ -466,13 +639,270 @@ impl Claims {
         from: &str,
         paths: &[String],
     ) -> Option<String> {
-        self.page.map(|p| reference::relative(from, &paths[p]))
+        page_for(&self.pages, from)
+            .map(|p| reference::relative(from, &paths[p]))
     }
 
-    /// The appendix, as Markdown, for the page at `here`; `sources` says
-    /// whether to quote the tests' code.
+    /// How the tests of one mark fared, in words: the worst outcome of
+    /// any of them.
+    pub(crate) fn result_of(&self, names: &[String]) -> String {
+        let worst = names
+            .iter()
+            .flat_map(|n| self.evidence.get(n).into_iter().flatten())
+            .map(|e| e.outcome)
+            .max()
+            .unwrap_or(Outcome::NotRun);
+        result_words(worst, self.record.as_ref())
+    }
+
+    /// The evidence of every test the marks of chapter `chapter` name,
+    /// each test once, in a hidden block at the end of its page: a mark
+    /// opens its tests' evidence from here (theme/claims.js). Nothing
+    /// without marks, and nothing under `mdbook test`.
+    pub(crate) fn store(&self, chapter: usize, sources: bool) -> String {
+        let marks = self.of_chapter(chapter);
+        if marks.is_empty() || !sources {
+            return String::new();
+        }
+        let mut out = String::from("\n<div class=\"claim-store\" hidden>\n\n");
+        let mut seen = std::collections::BTreeSet::new();
+        for name in marks.iter().flat_map(|c| &c.tests) {
+            if !seen.insert(name) {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "<div class=\"claim-test\" id=\"{}\">\n",
+                test_id(name)
+            );
+            for e in &self.evidence[name] {
+                self.evidence_html(
+                    &mut out,
+                    e,
+                    &to_root(&self.chapters[chapter].0),
+                );
+            }
+            out.push_str("</div>\n\n");
+        }
+        out.push_str("</div>\n");
+        out
+    }
+
+    /// One test's evidence, as HTML and a folded code block.
+    fn evidence_html(&self, out: &mut String, e: &Evidence, to_root: &str) {
+        let result = e.result(self.record.as_ref());
+        let place = source_link(&e.file, e.line, to_root);
+        let class = match e.outcome {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            _ => "not-run",
+        };
+        let _ = writeln!(
+            out,
+            "<div class=\"claim-evidence\">\n\
+             <p class=\"claim-name\"><code>{}</code>, {place}</p>\n\
+             <p class=\"claim-kind\">Evidence: {}</p>\n\
+             <p class=\"claim-result claim-{class}\">Result: {}</p>\n\
+             <p class=\"claim-command\">Rerun it: <code>{}</code></p>",
+            e.name,
+            inline_html(&e.kind),
+            inline_html(&result),
+            crate::escape::html(&e.command),
+        );
+        if e.builds_own {
+            let _ = writeln!(
+                out,
+                "<p class=\"claim-body\">(A test of the build itself: it \
+                 builds small books, and its code is not quoted here; it \
+                 is at {}:{}.)</p>\n</div>\n",
+                e.file, e.line
+            );
+        } else {
+            let code = e.source.replace("{{#", "\\{{#");
+            let _ = writeln!(
+                out,
+                "<details class=\"claim-body\"><summary>The test's code\
+                 </summary>\n\n```rust,noplayground\n{code}\n```\n\n\
+                 </details>\n</div>\n"
+            );
+        }
+    }
+
+    /// The appendix, as Markdown, for the page at `here`: chapter by
+    /// chapter, each marked sentence with a link back, and each test with
+    /// its place, kind of evidence, command, result and (folded) code.
+    /// `sources` says whether to quote the tests' code (not for
+    /// `mdbook test`, where rustdoc would try to compile it).
     pub(crate) fn appendix(&self, here: &str, sources: bool) -> String {
-        appendix(&self.marks, &self.chapters, here, &self.tests, sources)
+        let mine = |c: &&Claim| {
+            page_for(&self.pages, &self.chapters[c.chapter].0)
+                .is_some_and(|p| self.chapters[p].0 == here)
+        };
+        let marks: Vec<&Claim> = self.marks.iter().filter(mine).collect();
+        let mut shown = std::collections::BTreeSet::new();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Marked sentences: {}. A sentence of the book followed by the \
+             mark <sup class=\"claim\">✓</sup> is checked by the tests it \
+             names. Each entry quotes the sentence, links back to it, and \
+             names each test, where it is, the kind of evidence it is, the \
+             command that reruns it, its result in the run that built this \
+             page, and its code. `cargo xtask build` fails if a named test \
+             does not exist; `cargo xtask test` fails if it did not run. \
+             A test's code is shown once on this page, at its first entry.\n",
+            marks.len()
+        );
+        let mut last = None;
+        for claim in marks {
+            let (path, title) = &self.chapters[claim.chapter];
+            if last != Some(claim.chapter) {
+                let _ = writeln!(out, "## {title}\n");
+                last = Some(claim.chapter);
+            }
+            let id = entry_id(claim);
+            let back = reference::relative(here, path);
+            let _ = writeln!(
+                out,
+                "<div class=\"claim-entry\" id=\"{id}\">\n\n> {} \
+                 [(in the chapter)]({back}#mark-{id})\n",
+                claim.sentence
+            );
+            for name in &claim.tests {
+                for e in &self.evidence[name] {
+                    if sources {
+                        let first = shown.insert((&e.file, e.line));
+                        let start = out.len();
+                        self.evidence_html(&mut out, e, &to_root(here));
+                        if first {
+                            let tag = "<div class=\"claim-evidence\">";
+                            let with_id = format!(
+                                "<div class=\"claim-evidence\" id=\"{}\">",
+                                source_id(e)
+                            );
+                            out.replace_range(
+                                start..start + tag.len(),
+                                &with_id,
+                            );
+                        } else {
+                            // The code once per page: later entries point
+                            // to the first.
+                            // Only this entry's own code (a test of the
+                            // build has none).
+                            let cut = out[start..]
+                                .find("<details class=\"claim-body\"")
+                                .map(|at| start + at);
+                            if let Some(cut) = cut {
+                                out.truncate(cut);
+                                let _ = writeln!(
+                                    out,
+                                    "<p class=\"claim-body\">Its code is \
+                                     shown above, at this test's first entry \
+                                     on this page ({}).</p>\n</div>\n",
+                                    e.name
+                                );
+                            }
+                        }
+                        out.push('\n');
+                    } else {
+                        let _ = writeln!(
+                            out,
+                            "<code>{}</code>, {}:{}\n",
+                            e.name, e.file, e.line
+                        );
+                    }
+                }
+            }
+            out.push_str("</div>\n\n");
+        }
+        out
+    }
+
+    /// The verification report, as Markdown: the run the book was built
+    /// with, and chapter by chapter the tests its marks name, how many
+    /// ran and passed, and which did not run.
+    pub(crate) fn report(&self, here: &str) -> String {
+        let mut out = String::new();
+        let Some(record) = &self.record else {
+            out.push_str(
+                "This book was built without a record of its tests: they \
+                 were not run in this build, and no claim mark says they \
+                 passed. `cargo xtask test` runs every test first and then \
+                 builds the book with their record, and this page lists \
+                 what that run found.\n",
+            );
+            return out;
+        };
+        let (passed, failed, ignored) = record.counts();
+        let _ = writeln!(
+            out,
+            "This book was built from {}, after its tests ran there.\n\n\
+             | | |\n|---|---|\n\
+             | Commit | `{}` |\n| Date | {} |\n| Machine | {} |\n\
+             | Time taken | {} |\n| Command | `{}` |\n\
+             | Tests run | {} passed, {} failed, {} ignored |\n",
+            record.run_name(),
+            record.commit,
+            record.date,
+            record.machine,
+            record.duration,
+            record.command,
+            passed,
+            failed,
+            ignored,
+        );
+        out.push_str(
+            "The tests the claim marks name, by chapter (a test named by \
+             several marks counts once per chapter):\n\n\
+             | Chapter | Marks | Tests named | Passed | Not run |\n\
+             |---|---|---|---|---|\n",
+        );
+        let mut unrun = Vec::new();
+        for (chapter, (path, title)) in self.chapters.iter().enumerate() {
+            let marks = self.of_chapter(chapter);
+            if marks.is_empty() {
+                continue;
+            }
+            let mut names: Vec<&String> =
+                marks.iter().flat_map(|c| &c.tests).collect();
+            names.sort();
+            names.dedup();
+            let outcomes: Vec<Outcome> = names
+                .iter()
+                .map(|n| {
+                    self.evidence[*n]
+                        .iter()
+                        .map(|e| e.outcome)
+                        .max()
+                        .unwrap_or(Outcome::NotRun)
+                })
+                .collect();
+            let count = |o| outcomes.iter().filter(|x| **x == o).count();
+            let not_run = names.len() - count(Outcome::Passed);
+            for (n, o) in names.iter().zip(&outcomes) {
+                if *o != Outcome::Passed {
+                    unrun.push(format!("`{n}` ({title}): {}", o.word()));
+                }
+            }
+            let link = reference::relative(here, path);
+            let _ = writeln!(
+                out,
+                "| [{title}]({link}) | {} | {} | {} | {not_run} |",
+                marks.len(),
+                names.len(),
+                count(Outcome::Passed),
+            );
+        }
+        out.push('\n');
+        if unrun.is_empty() {
+            out.push_str("Every test a claim mark names passed in this run.\n");
+        } else {
+            out.push_str("Marked tests that did not pass in this run:\n\n");
+            for u in unrun {
+                let _ = writeln!(out, "- {u}");
+            }
+        }
+        out
     }
 }
 
@@ -557,14 +987,32 @@ mod tests {
         let out = out.unwrap();
         assert!(
             out[0].contains(
-                "Rows sum to one.<sup class=\"claim\" id=\"mark-claim-0-1\">\
-                 [✓](../claims.md#claim-0-1 \"Checked by rows_sum_to_one, \
-                 other\")</sup>\nNext."
+                "Rows sum to one.\u{2060}<sup class=\"claim\" \
+                 id=\"mark-claim-0-1\" data-tests=\"claim-test-rows_sum_to_one \
+                 claim-test-other\">[✓](../claims.md#claim-0-1 \"Checked by \
+                 rows_sum_to_one, other: not run in this build"
             ),
             "{}",
             out[0]
         );
         assert!(out[0].contains("{{#claim nope}}"), "code is left alone");
+        let store = &out[0][out[0]
+            .find("<div class=\"claim-store\" hidden>")
+            .expect("the chapter ends with its tests' evidence")..];
+        for part in [
+            "<div class=\"claim-test\" id=\"claim-test-rows_sum_to_one\">",
+            "<p class=\"claim-kind\">Evidence: recomputed when the book is \
+             built</p>",
+            "<p class=\"claim-result claim-not-run\">Result: not run in this \
+             build",
+            "<p class=\"claim-command\">Rerun it: <code>cargo test \
+             --workspace rows_sum_to_one</code>",
+            "<details class=\"claim-body\"><summary>The test's code</summary>\
+             \n\n```rust,noplayground\n#[test]",
+        ] {
+            assert!(store.contains(part), "{part}\n{store}");
+        }
+        assert_eq!(store.matches("fn rows_sum_to_one()").count(), 1);
         let page = &out[1];
         assert!(page.contains("## One\n"), "{page}");
         assert!(page.contains("id=\"claim-0-1\""), "{page}");
@@ -576,13 +1024,17 @@ mod tests {
             "{page}"
         );
         assert!(page.contains(
-            "<details><summary><code>rows_sum_to_one</code>, \
-             code/tests.rs:7</summary>\n\n```rust,noplayground\n#[test]"
+            "<p class=\"claim-name\"><code>rows_sum_to_one</code>, <span \
+             class=\"claim-place\">code/tests.rs:7</span></p>"
         ));
         assert!(page.contains("\nfn rows_sum_to_one() {"), "{page}");
-        assert!(page.contains("<code>other</code>, code/tests.rs:13"));
+        assert!(page.contains(
+            "<code>other</code>, <span class=\"claim-place\">code/tests.rs:13"
+        ));
         let (_, out) = book_with("{{#claim code::tests::other}}");
-        assert!(out.unwrap()[1].contains("<code>other</code>, code/tests.rs"));
+        assert!(out.unwrap()[1].contains(
+            "<code>other</code>, <span class=\"claim-place\">code/tests.rs"
+        ));
         let (_, out) = book_with("{{#claim lib::other}}");
         assert!(out.unwrap_err()[0].contains(
             "fn other exists in the \
@@ -601,7 +1053,8 @@ mod tests {
         }
         std::fs::write(src.join("../code/tests.rs"), CODE).unwrap();
         let one = "# One\n\nIt checks. {{#claim checks_the_build}}\n\
-                   Rows sum to one. {{#claim rows_sum_to_one}}\n";
+                   Rows sum to one. {{#claim rows_sum_to_one}}\n\
+                   Again. {{#claim checks_the_build}}\n";
         let out = run(
             &src,
             vec![
@@ -621,11 +1074,16 @@ mod tests {
         {
             assert!(
                 page.contains(&format!(
-                    "<code>checks_the_build</code>, {file}:7 (a test of the \
-                     build itself"
+                    "<code>checks_the_build</code>, <span \
+                     class=\"claim-place\">{file}:7</span>"
                 )),
                 "{page}"
             );
+        }
+        assert!(page.contains("(A test of the build itself"), "{page}");
+        // A test of the build named twice keeps every entry whole.
+        for id in ["claim-0-1", "claim-0-2", "claim-0-3"] {
+            assert!(page.contains(&format!("id=\"{id}\"")), "{id}: {page}");
         }
         assert!(!page.contains("fn checks_the_build()"), "{page}");
         assert!(page.contains("\nfn rows_sum_to_one() {"), "{page}");
@@ -645,6 +1103,166 @@ mod tests {
         );
         let (_, out) = book_with("{{#claim }}");
         assert!(out.unwrap_err()[0].contains("names no test"));
+    }
+
+    /// A book whose one chapter, in the package `listings`, marks a
+    /// sentence with `rows_sum_to_one`, and a report page, built with a
+    /// record in which that test had `outcome`.
+    fn recorded(outcome: &str) -> Result<Vec<String>, Vec<String>> {
+        let src = scratch(&format!("claims-record-{outcome}"));
+        let dir = src.join("../listings/src/m3");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cost.rs"), CODE).unwrap();
+        let record = format!(
+            "# commit: 0123456789abcdef0123456789abcdef01234567\n\
+             # date: 2026-12-02 13:40 UTC\n# machine: AMD EPYC (2 cores)\n\
+             # duration: 312 s\n# command: cargo test --workspace\n\
+             {outcome}\tlistings:src/lib.rs\tm3::cost::tests::rows_sum_to_one\n\
+             ok\tlistings:src/lib.rs\tm3::cost::tests::other\n"
+        );
+        crate::test_support::run_recorded(
+            &src,
+            vec![
+                chapter(
+                    "One",
+                    "part/one.md",
+                    json!([1]),
+                    "# One\n\nRows sum to one. {{#claim rows_sum_to_one}}\n",
+                ),
+                chapter(
+                    "Claims",
+                    "claims.md",
+                    Value::Null,
+                    "# Claims and their tests\n\n{{#claims}}\n",
+                ),
+                chapter(
+                    "Report",
+                    "report.md",
+                    Value::Null,
+                    "# Verification report\n\n{{#verification}}\n",
+                ),
+            ],
+            &record,
+        )
+    }
+
+    #[test]
+    fn a_book_built_with_a_record_says_each_marks_result() {
+        let out = recorded("ok").unwrap();
+        let run = "the test run of commit 0123456789ab on 2026-12-02 13:40 UTC";
+        assert!(
+            out[0].contains(&format!(
+                "\"Checked by rows_sum_to_one: passed in {run}\")"
+            )),
+            "{}",
+            out[0]
+        );
+        for part in [
+            &format!("claim-passed\">Result: passed in {run}</p>"),
+            "Rerun it: <code>cargo test -p listings --lib \
+             m3::cost::tests::rows_sum_to_one -- --exact --ignored</code>",
+            "<a class=\"claim-place\" \
+             href=\"../rustdoc/src/listings/m3/cost.rs.html#7\">\
+             listings/src/m3/cost.rs:7</a>",
+        ] {
+            assert!(out[0].contains(part), "{part}\n{}", out[0]);
+        }
+        let report = &out[2];
+        for part in [
+            "| Commit | `0123456789abcdef0123456789abcdef01234567` |",
+            "| Machine | AMD EPYC (2 cores) |",
+            "| Time taken | 312 s |",
+            "| Tests run | 2 passed, 0 failed, 0 ignored |",
+            "| [One](part/one.md) | 1 | 1 | 1 | 0 |",
+            "Every test a claim mark names passed in this run.",
+        ] {
+            assert!(report.contains(part), "{part}\n{report}");
+        }
+        let out = recorded("ignored").unwrap();
+        assert!(out[2].contains("| [One](part/one.md) | 1 | 1 | 0 | 1 |"));
+        assert!(out[2].contains("- `rows_sum_to_one` (One): ignored"));
+    }
+
+    #[test]
+    fn a_book_built_without_a_record_never_says_passed() {
+        let (_, out) = book_with("{{#claim rows_sum_to_one}}");
+        let out = out.unwrap();
+        assert!(out[0].contains("not run in this build"), "{}", out[0]);
+        assert!(!out[0].contains("passed"), "{}", out[0]);
+    }
+
+    #[test]
+    fn a_failed_marked_test_in_the_record_fails_the_build() {
+        let errors = recorded("FAILED").unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains(
+                "part/one.md: the claim mark names `rows_sum_to_one`, which \
+                 FAILED in the test run the book is built with \
+                 (listings/src/m3/cost.rs:7)"
+            ),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn each_part_of_the_book_has_its_own_claims_page_with_code_once() {
+        let src = scratch("claims-split");
+        std::fs::write(src.join("../code/tests.rs"), CODE).unwrap();
+        let page = |title: &str, path: &str, directive: &str| {
+            chapter(
+                title,
+                path,
+                Value::Null,
+                &format!("# {title}\n\n{directive}\n"),
+            )
+        };
+        let out = run(
+            &src,
+            vec![
+                chapter(
+                    "A",
+                    "m3/a.md",
+                    json!([1]),
+                    "# A\n\nOne. {{#claim other}} Two. {{#claim other}}\n",
+                ),
+                chapter(
+                    "B",
+                    "paper/b.md",
+                    json!([2]),
+                    "# B\n\nThree. {{#claim other}}\n",
+                ),
+                page("Claims", "claims.md", "{{#claims}}"),
+                page("Claims of Part I", "claims-m3.md", "{{#claims m3}}"),
+            ],
+        )
+        .unwrap();
+        assert!(out[0].contains("(../claims-m3.md#claim-0-1"), "{}", out[0]);
+        assert!(out[1].contains("(../claims.md#claim-1-1"), "{}", out[1]);
+        let (rest, part) = (&out[2], &out[3]);
+        assert!(part.contains("id=\"claim-0-2\""), "{part}");
+        assert!(!part.contains("claim-1-1"), "{part}");
+        assert!(
+            rest.contains("id=\"claim-1-1\"") && !rest.contains("claim-0-1")
+        );
+        assert_eq!(part.matches("fn other()").count(), 1, "{part}");
+        assert!(part.contains("id=\"code-code-tests-rs-13\""), "{part}");
+        assert!(part.contains("shown above, at this test's first entry"));
+    }
+
+    #[test]
+    fn a_mark_on_its_own_line_joins_the_sentence_before_it() {
+        let (_, out) = book_with("\n{{#claim rows_sum_to_one}}");
+        let out = out.unwrap();
+        assert!(
+            out[0].contains("Rows sum to one.\u{2060}<sup class=\"claim\""),
+            "{}",
+            out[0]
+        );
+        // After a line that starts with inline math, too.
+        let (_, out) = book_with("$x$ too.\n{{#claim rows_sum_to_one}}");
+        let out = out.unwrap();
+        assert!(out[0].contains("$x$ too.\u{2060}<sup"), "{}", out[0]);
     }
 
     #[test]

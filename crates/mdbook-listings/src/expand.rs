@@ -12,7 +12,7 @@ use crate::number::{Index, Kind};
 use crate::registry::Registry;
 use crate::scan::{Line, scan, stray_backslashes};
 use crate::{figure, listing, output, reference};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What the book is being prepared for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +85,35 @@ pub(crate) fn number_all(
     index
 }
 
+/// The folder of the outputs of the book's runnable examples, made by
+/// `cargo xtask build` before mdBook runs, one `NAME.txt` per example.
+pub const TRY_IT_VAR: &str = "BOOK_TRY_IT";
+
+/// Under a runnable example's block: what it printed when the book was
+/// built, with the command that reruns it; or, in a build that did not
+/// run it, that command alone.
+fn try_it_output(path: &str, outputs: Option<&Path>) -> String {
+    let name = std::path::Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let command = format!("cargo run -p listings --example {name}");
+    let printed = outputs
+        .map(|dir| dir.join(format!("{name}.txt")))
+        .and_then(|file| std::fs::read_to_string(file).ok());
+    match printed {
+        Some(text) => format!(
+            "\n<p class=\"try-it-caption\">What it printed when this book was \
+             built (<code>{command}</code> reruns it):</p>\n\n```text\n{}\n```\n",
+            text.trim_end()
+        ),
+        None => format!(
+            "\n<p class=\"try-it-caption\">This build did not run it; \
+             <code>{command}</code> shows what it prints.</p>\n"
+        ),
+    }
+}
+
 /// What the second pass needs to know about the book.
 pub(crate) struct Context<'a> {
     pub(crate) mode: Mode,
@@ -111,8 +140,26 @@ pub(crate) fn expand(
     let references = |text: &str, errors: &mut Vec<String>| {
         reference::expand(text, here, ctx.paths, ctx.index, errors)
     };
+    // A runnable example shown in a block: what it prints goes under the
+    // block, after its closing fence.
+    let mut try_it: Option<String> = None;
+    let mut past_include = false;
     for s in scan(&ch.content) {
-        if claim::is_page(&s) {
+        if let (Some(path), true) = (&try_it, past_include) {
+            if matches!(s.line, Line::Fence) {
+                out.push_str(s.text);
+                out.push('\n');
+                let dir = std::env::var_os(TRY_IT_VAR).map(PathBuf::from);
+                out.push_str(&try_it_output(path, dir.as_deref()));
+                try_it = None;
+                continue;
+            }
+        }
+        if claim::is_report(&s) {
+            out.push_str(&ctx.claims.report(&ch.path));
+            continue;
+        }
+        if claim::page_filter(&s).is_some() {
             let page = ctx.claims.appendix(&ch.path, ctx.mode == Mode::Render);
             for line in page.lines() {
                 out.push_str(&references(line, errors));
@@ -135,6 +182,10 @@ pub(crate) fn expand(
             }
             let ignore = ctx.mode == Mode::Test && !include.runnable;
             listing::fence(&mut out, s.text, ignore);
+            if include.runnable && ctx.mode == Mode::Render {
+                try_it = Some(include.path.to_string());
+                past_include = true;
+            }
             continue;
         }
         match &s.line {
@@ -173,17 +224,34 @@ pub(crate) fn expand(
                         ));
                     }
                 }
+                // A mark that starts its line joins the line before it, so
+                // that no space (a place to break) comes before it.
+                if s.text.trim_start().starts_with("{{#claim ") {
+                    let last = out.trim_end_matches('\n').rsplit('\n').next();
+                    let prose = last.is_some_and(|l| {
+                        let l = l.trim();
+                        !l.is_empty()
+                            && !l.starts_with(['<', '`', '#', '|', '>'])
+                            && !l.starts_with("$$")
+                            && !l.ends_with("$$")
+                    });
+                    if prose && out.ends_with('\n') && !out.ends_with("\n\n") {
+                        out.truncate(out.trim_end().len());
+                    }
+                }
                 let text = claim::expand_marks(
                     s.text,
                     &marks,
                     &mut next_mark,
                     page.as_deref(),
+                    &|names| ctx.claims.result_of(names),
                 );
                 out.push_str(&references(&text, errors));
                 out.push('\n');
             }
         }
     }
+    out.push_str(&ctx.claims.store(here, ctx.mode == Mode::Render));
     out
 }
 
@@ -249,6 +317,33 @@ mod tests {
         assert!(
             errors[1].contains("unknown output `shape`; known outputs: shapes")
         );
+    }
+
+    #[test]
+    fn a_runnable_example_shows_what_it_printed_under_its_block() {
+        let src = scratch("try-it");
+        let body =
+            "```rust\n{{#rustdoc_include ../code/lib.rs:main}}\n```\nAfter.\n";
+        let out = run(&src, vec![chapter("One", "one.md", json!([1]), body)])
+            .unwrap();
+        assert!(
+            out[0].contains(
+                "```\n\n<p class=\"try-it-caption\">This build did not run \
+                 it; <code>cargo run -p listings --example lib</code> shows \
+                 what it prints.</p>\nAfter."
+            ),
+            "{}",
+            out[0]
+        );
+        let dir = src.join("../outputs");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("lib.txt"), "rows sum to 1\n").unwrap();
+        let shown = super::try_it_output("../code/lib.rs", Some(&dir));
+        assert!(shown.contains(
+            "What it printed when this book was built (<code>cargo run -p \
+             listings --example lib</code> reruns it):</p>\n\n```text\n\
+             rows sum to 1\n```"
+        ));
     }
 
     #[test]

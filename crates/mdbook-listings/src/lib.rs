@@ -19,7 +19,11 @@
 //! - `claim`: `{{#claim TEST ...}}` after a sentence becomes a small link
 //!   to its entry in the page that holds `{{#claims}}`, the generated
 //!   appendix of every marked sentence with its tests; a mark naming a
-//!   test that the workspace does not define fails the build.
+//!   test that the workspace does not define fails the build. Each chapter
+//!   page ends with a hidden store of its tests' evidence, which a mark
+//!   opens on the page; `{{#verification}}` is the report of the test run
+//!   the book was built with. `verify` reads that run's record and says
+//!   what kind of evidence each test is and how to rerun it.
 //!
 //! And the machinery: `expand` runs the two passes, numbering every item
 //! into `number`'s index and then expanding each chapter through the
@@ -39,6 +43,7 @@
 pub mod book;
 pub mod claim;
 pub mod katex_guard;
+pub mod verify;
 
 mod chapter;
 mod escape;
@@ -57,7 +62,7 @@ mod scan;
 #[cfg(test)]
 mod test_support;
 
-pub use expand::Mode;
+pub use expand::{Mode, TRY_IT_VAR};
 pub use orphan::orphan_anchors;
 #[cfg(feature = "book")]
 pub use registry::BookRegistry;
@@ -74,17 +79,32 @@ use std::path::Path;
 /// Number every item in `book`, expand the directives, and write the
 /// edited chapters back into it. `src` is the book's source folder. On
 /// failure, every problem found, one per string, and the book unchanged.
+///
+/// The record of the test run the book is built with is the file
+/// `BOOK_TEST_RECORD` names, if it is set ([`verify::Record::from_env`]).
 pub fn process(
     book: &mut Book,
     src: &Path,
     registry: &dyn Registry,
     mode: Mode,
 ) -> Result<(), Vec<String>> {
+    let record = verify::Record::from_env().map_err(|e| vec![e])?;
+    process_with(book, src, registry, mode, record)
+}
+
+/// [`process`] with the record of the test run given.
+pub fn process_with(
+    book: &mut Book,
+    src: &Path,
+    registry: &dyn Registry,
+    mode: Mode,
+    record: Option<verify::Record>,
+) -> Result<(), Vec<String>> {
     let chapters = chapter::collect(book);
     let mut errors = Vec::new();
     let index = expand::number_all(&chapters, src, registry, &mut errors);
     let made = make::make_all(&index, registry);
-    let claims = Claims::collect(&chapters, src, &mut errors);
+    let claims = Claims::collect(&chapters, src, record, &mut errors);
     let paths: Vec<String> = chapters.iter().map(|c| c.path.clone()).collect();
     let ctx = Context {
         mode,

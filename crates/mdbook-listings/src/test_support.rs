@@ -2,7 +2,8 @@
 //! every directive.
 
 use crate::book::Book;
-use crate::{Mode, Registry, process};
+use crate::verify::Record;
+use crate::{Mode, Registry, process, process_with};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -75,3 +76,15 @@ pub(crate) const FIGURE: &str =
 /// A listing, as a chapter in `src/part/` includes it.
 pub(crate) const LISTING: &str =
     "```rust\n{{#include ../../code/lib.rs:add}}\n```\n";
+
+/// [`run`], with the record of a test run.
+pub(crate) fn run_recorded(
+    src: &Path,
+    items: Vec<Value>,
+    record: &str,
+) -> Result<Vec<String>, Vec<String>> {
+    let mut book = book(items);
+    let record = Record::parse(record).unwrap();
+    process_with(&mut book, src, &Fake, Mode::Render, Some(record))?;
+    Ok(book.chapters().iter().map(|c| c.content.clone()).collect())
+}

@@ -65,6 +65,7 @@ function parseArgs(argv) {
       case '--chromium': opts.chromium = value; break;
       case '--must-find': opts.mustFind.push(value); break;
       case '--find-if-present': opts.findIfPresent.push(value); break;
+      case '--record': opts.record = path.resolve(value); break;
       default: usage(`unknown argument ${key}`);
     }
   }
@@ -145,7 +146,8 @@ function htmlPages(root) {
   const walk = (dir) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
+      // rustdoc's source view (rustdoc/) is linked to, not a page of the book.
+      if (entry.isDirectory()) { if (path.relative(root, full) !== 'rustdoc') walk(full); }
       else if (entry.name.endsWith('.html')) out.push(path.relative(root, full).split(path.sep).join('/'));
     }
   };
@@ -220,6 +222,16 @@ function inspect({ minText, superscript, width }) {
   const problems = [];
   const main = document.querySelector('main');
   const clip = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 70);
+
+  // A repository or edit icon (any link) to a placeholder account: the
+  // build gives them only a real address, from BOOK_REPOSITORY.
+  for (const a of document.querySelectorAll('a[href]')) {
+    const host = (a.href.split('://')[1] || '').split(/[/.]/);
+    if (host.some((p) => ['OWNER', 'USER', 'USERNAME', 'owner'].includes(p))) {
+      problems.push(`a link to a placeholder address: ${a.href}`);
+      break;
+    }
+  }
 
   // Raw math: TeX delimiters or commands left in the text a reader sees.
   const skip = 'pre, code, script, style, textarea, noscript, .katex';
@@ -392,6 +404,11 @@ function layout(width) {
     const reach = Math.max(box.right, visible ? box.left + el.scrollWidth : box.right);
     const past = Math.max(reach - right, left - box.left);
     if (past <= 0) continue;
+    // A claim mark's target may reach into the page's margin by its own
+    // padding (16 px): back over the word before it, at the start of a line
+    // (after a formula, whose full stop wraps with the mark), or past the
+    // end of one, as punctuation hangs. The mark itself stays visible.
+    if (el.closest('sup.claim') && past <= 16) continue;
     let contained = false;
     for (let a = el.parentElement; a && a !== main; a = a.parentElement) {
       if (overflowX(a) !== 'visible') {
@@ -643,6 +660,181 @@ function printFigureSizes() {
   for (const l of lines) console.log(l);
 }
 
+// ---------------------------------------------------------------- claim marks
+
+// The record of the test run the book was built with (--record), as the
+// names of the tests that passed and the commit; null without one.
+function readRecord(file) {
+  if (!file || !fs.existsSync(file)) return null;
+  const passed = [];
+  let commit = '';
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('# commit: ')) commit = line.slice('# commit: '.length).trim();
+    const [outcome, , name] = line.split('\t');
+    if (outcome === 'ok' && name) passed.push(name.split('::').pop());
+  }
+  return { passed, commit: commit.slice(0, 12) };
+}
+const record = readRecord(opts.record);
+
+// Claim marks as a reader meets them: each mark's link is a target of at
+// least 24 x 24 px; no mark starts a line; every mark's tests are in the
+// page's store, each with its code, kind of evidence, command and result;
+// and nothing says "passed" that the record does not hold.
+function claimMarks({ record }) {
+  const problems = [];
+  const lacks = (e) => {
+    const missing = [];
+    const body = e.querySelector('.claim-body');
+    const code = body && body.querySelector('pre code');
+    if (!body || (body.tagName === 'DETAILS' ? !code || code.textContent.trim() === '' : body.textContent.trim() === '')) missing.push('the test body');
+    const kind = e.querySelector('.claim-kind');
+    if (!kind || kind.textContent.replace('Evidence:', '').trim() === '') missing.push('the evidence kind');
+    const command = e.querySelector('.claim-command code');
+    if (!command || !command.textContent.startsWith('cargo ')) missing.push('the command');
+    const result = e.querySelector('.claim-result');
+    if (!result || result.textContent.replace('Result:', '').trim() === '') missing.push('the result');
+    return missing;
+  };
+  const all = [...document.querySelectorAll('main sup.claim[data-tests]')];
+  const small = [];
+  const starts = [];
+  for (const sup of all) {
+    const a = sup.querySelector('a');
+    const r = a.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue; // hidden with its block
+    if (r.width < 23.5 || r.height < 23.5) small.push(`${sup.id} (${r.width.toFixed(1)}×${r.height.toFixed(1)} px)`);
+    const block = sup.closest('p, li, td, dd, blockquote') || sup.parentElement;
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    let last = null;
+    while (walker.nextNode()) {
+      const n = walker.currentNode;
+      if (sup.contains(n) || !(n.compareDocumentPosition(sup) & Node.DOCUMENT_POSITION_FOLLOWING)) break;
+      if (n.parentElement.closest('.katex-mathml, .claim-panel, sup.claim')) continue;
+      const t = n.nodeValue.replace(/[\s\u2060]+$/, '');
+      if (t.length > 0) last = [n, t.length];
+    }
+    if (!last) continue;
+    const range = document.createRange();
+    range.setStart(last[0], last[1] - 1);
+    range.setEnd(last[0], last[1]);
+    const c = range.getBoundingClientRect();
+    const m = sup.getBoundingClientRect();
+    if (m.left < c.left && m.top > c.top + 4) starts.push(sup.id);
+  }
+  if (small.length > 0) problems.push(`${small.length} claim mark(s) smaller than 24 × 24 px, e.g. ${small[0]}`);
+  if (starts.length > 0) problems.push(`${starts.length} claim mark(s) start a line, e.g. ${starts[0]}`);
+  for (const sup of all) {
+    for (const t of sup.getAttribute('data-tests').split(' ')) {
+      const entry = document.getElementById(t);
+      if (!entry || entry.querySelectorAll('.claim-evidence').length === 0) {
+        problems.push(`claim mark ${sup.id}: no evidence for ${t} on the page`);
+      }
+    }
+  }
+  for (const e of document.querySelectorAll('.claim-evidence')) {
+    const missing = lacks(e);
+    const name = (e.querySelector('.claim-name code') || {}).textContent || '?';
+    if (missing.length > 0) problems.push(`the evidence of ${name} lacks ${missing.join(', ')}`);
+    const result = (e.querySelector('.claim-result') || {}).textContent || '';
+    if (/\bpassed\b/.test(result)) {
+      if (!record) problems.push(`says ${name} passed, but the book was checked without a record of a test run`);
+      else if (!record.passed.includes(name)) problems.push(`says ${name} passed, but the record does not hold it as passed`);
+      else if (!result.includes(record.commit)) problems.push(`says ${name} passed in a run other than the record's (commit ${record.commit})`);
+    }
+  }
+  for (const a of document.querySelectorAll('sup.claim > a[title]')) {
+    if (/\bpassed\b/.test(a.title) && !record) {
+      problems.push(`claim mark ${a.parentElement.id} says "passed", but the book was checked without a record of a test run`);
+      break;
+    }
+  }
+  return problems;
+}
+
+// Open the first mark of the page by a click and the last by the keyboard
+// (focus, Enter); each must open its panel under the sentence, whole,
+// and close again.
+async function openMarks(page, width) {
+  const found = [];
+  const marks = page.locator('main sup.claim[data-tests] > a');
+  const n = await marks.count();
+  if (n === 0) return found;
+  const panel = (id) => page.evaluate((markId) => {
+    const p = document.getElementById(`panel-${markId.replace(/^mark-/, '')}`);
+    if (!p) return ['opened no panel'];
+    const r = p.getBoundingClientRect();
+    const out = [];
+    if (r.width < 1 || r.height < 1) out.push('opened a panel that is not shown');
+    const ev = [...p.querySelectorAll('.claim-evidence')];
+    if (ev.length === 0) out.push('opened a panel with no test');
+    for (const e of ev) {
+      const miss = [];
+      const body = e.querySelector('.claim-body');
+      if (!body || (body.tagName === 'DETAILS' && !body.querySelector('pre code'))) miss.push('the test body');
+      if (!e.querySelector('.claim-kind') || e.querySelector('.claim-kind').textContent.replace('Evidence:', '').trim() === '') miss.push('the evidence kind');
+      if (!e.querySelector('.claim-command code')) miss.push('the command');
+      if (!e.querySelector('.claim-result') || e.querySelector('.claim-result').textContent.replace('Result:', '').trim() === '') miss.push('the result');
+      if (miss.length > 0) out.push(`opened a panel lacking ${miss.join(', ')}`);
+    }
+    return out;
+  }, id);
+  for (const [index, how] of [[0, 'click'], [n - 1, 'keyboard']]) {
+    const link = marks.nth(index);
+    const id = await link.evaluate((a) => a.parentElement.id);
+    const url = page.url();
+    if (how === 'click') {
+      await link.click();
+    } else {
+      await link.focus();
+      await page.keyboard.press('Enter');
+    }
+    if (page.url().split('#')[0] !== url.split('#')[0]) {
+      found.push(`at ${width} px: opening claim mark ${id} by ${how} left the page for ${page.url()}`);
+      await page.goBack();
+      continue;
+    }
+    for (const p of await panel(id)) found.push(`at ${width} px: claim mark ${id} by ${how}: ${p}`);
+    if (how === 'click') await link.click();
+    else await page.keyboard.press('Enter');
+    const still = await page.evaluate((markId) => !!document.getElementById(`panel-${markId.replace(/^mark-/, '')}`), id);
+    if (still) found.push(`at ${width} px: claim mark ${id} by ${how}: its panel does not close again`);
+  }
+  return found;
+}
+
+// The toggle hides every mark, and the choice holds on the next page.
+async function toggleMarks(browser, origin, chapters) {
+  const found = [];
+  const context = await themed(browser, 'light');
+  const tab = await newTab(context, origin);
+  const { page } = tab;
+  const withMarks = [];
+  for (const rel of chapters) {
+    const html = fs.readFileSync(path.join(opts.book, rel), 'utf8');
+    if (html.includes('data-tests=')) withMarks.push(rel);
+    if (withMarks.length === 2) break;
+  }
+  if (withMarks.length === 2) {
+    const shown = () => page.evaluate(() => [...document.querySelectorAll('main sup.claim')]
+      .some((s) => s.getBoundingClientRect().width > 0));
+    await open(tab, origin, withMarks[0]);
+    const button = page.locator('#claim-toggle');
+    if (await button.count() === 0) {
+      found.push(`${withMarks[0]}: no button hides the claim marks`);
+    } else {
+      await button.click();
+      if (await shown()) found.push(`${withMarks[0]}: the toggle did not hide the claim marks`);
+      await open(tab, origin, withMarks[1]);
+      if (await shown()) found.push(`${withMarks[1]}: the claim marks hidden on another page are shown again`);
+      await page.locator('#claim-toggle').click();
+      if (!(await shown())) found.push(`${withMarks[1]}: the toggle did not show the claim marks again`);
+    }
+  }
+  await context.close();
+  return found;
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -716,6 +908,10 @@ async function run(browser, origin) {
       await measureFigures(tab.phone.page, rel, MIN_PHONE_FIGURE_TEXT_PX, PHONE);
       if (chapters.includes(rel)) await shootPhoneFigures(tab.phone.page, rel, found.figures, figureDir);
       for (const e of phoneErrors) problem(rel, `at ${PHONE} px: ${e}`);
+      if (chapters.includes(rel)) {
+        for (const p of await tab.phone.page.evaluate(claimMarks, { record })) problem(rel, `at ${PHONE} px: ${p}`);
+        for (const p of await openMarks(tab.phone.page, PHONE)) problem(rel, p);
+      }
     }
     seen.set(rel, found);
     for (const p of found.problems) problem(rel, p);
@@ -745,6 +941,9 @@ async function run(browser, origin) {
         if (theme === DARK) {
           await page.evaluate(() => window.scrollTo(0, 0));
           await shoot(page, path.join(opts.screenshots, shotName(rel, theme)));
+          // The claim marks, in this dark theme.
+          for (const p of await page.evaluate(claimMarks, { record })) problem(rel, `at ${DESKTOP} px: ${p}`);
+          for (const p of await openMarks(page, DESKTOP)) problem(rel, `${theme} theme: ${p}`);
         }
       }
     }
@@ -792,7 +991,9 @@ async function run(browser, origin) {
         continue;
       }
       const fragment = decodeURIComponent(u.hash.replace(/^#/, ''));
-      if (fragment && target.endsWith('.html') && !(seen.get(target)?.ids ?? []).includes(fragment)) {
+      // A line of rustdoc's source view: the build checked it (not opened here).
+      if (fragment && target.endsWith('.html') && !target.startsWith('rustdoc/')
+        && !(seen.get(target)?.ids ?? []).includes(fragment)) {
         reported.add(value);
         problem(rel, `broken anchor ${attr}="${value}": no id "${fragment}" in ${target}`);
       }
@@ -876,6 +1077,7 @@ async function run(browser, origin) {
   }
   for (const e of errors) problem('search', e);
   for (const c of contexts) await c.close();
+  for (const p of await toggleMarks(browser, origin, chapters)) problem('claim marks', p);
 
   printFigureSizes();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);

@@ -9,6 +9,7 @@ use crate::markdown::{
 };
 use crate::page::{check_page, included_blocks_have_captions};
 use crate::{Failure, links, run, run_echo, step};
+use mdbook_listings::verify::RECORD_VAR;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +42,25 @@ pub fn build(root: &Path) -> Result<usize, Failure> {
     build_with(root, Enforce::BOOK)
 }
 
+/// [`build`], with the record of the test run just made (see
+/// [`record`](crate::record)): the claim marks and the verification report
+/// show its results, and a marked test that failed in it fails the build.
+pub fn build_recorded(root: &Path, record: &Path) -> Result<usize, Failure> {
+    build_inner(root, Enforce::BOOK, Some(record))
+}
+
 /// [`build`], with the prose checks enforced as `enforce` says.
 pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
+    build_inner(root, enforce, None)
+}
+
+/// The build; without a record, every claim mark says its tests were not
+/// run in this build.
+fn build_inner(
+    root: &Path,
+    enforce: Enforce,
+    record: Option<&Path>,
+) -> Result<usize, Failure> {
     let controls = control_characters(root)?;
     if !controls.is_empty() {
         return Err(Failure(format!(
@@ -72,10 +90,22 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
     }
     crate::prose::check(root, enforce.prose)?;
     crate::notation::check(root, enforce.notation)?;
+    let repository = repository_overrides(
+        std::env::var("BOOK_REPOSITORY").ok().as_deref(),
+        std::env::var("BOOK_BRANCH").ok().as_deref(),
+    )?;
+    let try_it = try_it_outputs(root)?;
     step(&format!("mdbook build {}", root.display()));
-    let out = Command::new("mdbook")
-        .arg("build")
-        .arg(root)
+    let mut mdbook = Command::new("mdbook");
+    mdbook.arg("build").arg(root).envs(repository);
+    if let Some(dir) = &try_it {
+        mdbook.env(mdbook_listings::TRY_IT_VAR, dir);
+    }
+    match record {
+        Some(record) => mdbook.env(RECORD_VAR, record),
+        None => mdbook.env_remove(RECORD_VAR),
+    };
+    let out = mdbook
         .output()
         .map_err(|e| Failure(format!("could not start mdbook: {e}")))?;
     let log = String::from_utf8_lossy(&out.stderr);
@@ -121,7 +151,169 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
         )));
     }
     crate::search::readable(root)?;
+    rustdoc_sources(root)?;
     check_built(root)
+}
+
+/// Run every example of `listings` that a chapter shows in a block
+/// (`{{#rustdoc_include ...listings/examples/NAME.rs...}}`) and keep what
+/// it prints in `target/try-it/NAME.txt`, for the book to show under the
+/// block. The folder, or None if no chapter shows an example.
+pub fn try_it_outputs(root: &Path) -> Result<Option<PathBuf>, Failure> {
+    let mut examples = std::collections::BTreeSet::new();
+    for path in crate::links::all_files(&root.join("src"))? {
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        for line in fs::read_to_string(&path)?.lines() {
+            let Some(rest) = line.trim().strip_prefix("{{#rustdoc_include ")
+            else {
+                continue;
+            };
+            let Some(at) = rest.find("listings/examples/") else {
+                continue;
+            };
+            let file = &rest[at + "listings/examples/".len()..];
+            if let Some(name) = file.split(".rs").next() {
+                examples.insert(name.to_string());
+            }
+        }
+    }
+    if examples.is_empty() {
+        return Ok(None);
+    }
+    let workspace = crate::root();
+    let dir = workspace.join("target/try-it");
+    fs::create_dir_all(&dir)?;
+    step(&format!(
+        "what the Try-it examples print: {}",
+        examples.iter().cloned().collect::<Vec<_>>().join(", ")
+    ));
+    for name in &examples {
+        let out = Command::new("cargo")
+            .args(["run", "--quiet", "--package", "listings", "--example"])
+            .arg(name)
+            .current_dir(&workspace)
+            .output()
+            .map_err(|e| Failure(format!("could not start cargo: {e}")))?;
+        if !out.status.success() {
+            return Err(Failure(format!(
+                "the example {name} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        fs::write(dir.join(format!("{name}.txt")), &out.stdout)?;
+    }
+    Ok(Some(dir))
+}
+
+/// Where the book's pages link for the source of the crate `listings`.
+const RUSTDOC: &str = "rustdoc";
+
+/// The source view the pages link to: rustdoc's pages of the crate
+/// `listings` (with its tests, `--cfg test`), built from this checkout and
+/// copied under the book's output as `rustdoc/`, with rustdoc's own files
+/// beside them. Only for a book whose pages link there.
+fn rustdoc_sources(root: &Path) -> Result<(), Failure> {
+    let book = root.join("book");
+    let wanted = html_pages(&book)?.iter().any(|p| {
+        fs::read_to_string(p)
+            .is_ok_and(|h| h.contains(mdbook_listings::claim::RUSTDOC))
+    });
+    if !wanted {
+        return Ok(());
+    }
+    step(
+        "cargo doc -p listings --no-deps --document-private-items (with \
+         --cfg test): the source view the pages link to",
+    );
+    let workspace = crate::root();
+    let out = Command::new("cargo")
+        .args([
+            "doc",
+            "--quiet",
+            "--package",
+            "listings",
+            "--no-deps",
+            "--document-private-items",
+        ])
+        .env("RUSTDOCFLAGS", "--cfg test")
+        .current_dir(&workspace)
+        .output()
+        .map_err(|e| Failure(format!("could not start cargo doc: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure(format!(
+            "cargo doc failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let doc = workspace.join("target/doc");
+    let into = book.join(RUSTDOC);
+    let _ = fs::remove_dir_all(&into);
+    copy_dir(&doc.join("src/listings"), &into.join("src/listings"))?;
+    copy_dir(&doc.join("static.files"), &into.join("static.files"))?;
+    for entry in fs::read_dir(&doc)? {
+        let path = entry?.path();
+        if path.is_file() {
+            fs::copy(&path, into.join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copy the folder `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), Failure> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let path = entry?.path();
+        let target = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_dir(&path, &target)?;
+        } else {
+            fs::copy(&path, &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every link of the book's pages into the rustdoc source view must reach
+/// a page there and a line of it.
+pub fn source_links(book: &Path) -> Result<Vec<String>, Failure> {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for page in html_pages(book)? {
+        let html = fs::read_to_string(&page)?;
+        let name = page.strip_prefix(book).unwrap_or(&page).display();
+        for (at, _) in html.match_indices("href=\"") {
+            let rest = &html[at + 6..];
+            let link = &rest[..rest.find('"').unwrap_or(0)];
+            if !link.contains(mdbook_listings::claim::RUSTDOC) {
+                continue;
+            }
+            checked += 1;
+            let (file, line) = link.split_once('#').unwrap_or((link, ""));
+            let target = page.parent().unwrap_or(book).join(file);
+            let Ok(source) = fs::read_to_string(&target) else {
+                problems.push(format!(
+                    "book/{name}: source link {link}: no such page (did \
+                     cargo doc run?)"
+                ));
+                continue;
+            };
+            if line.is_empty()
+                || !(source.contains(&format!(" id={line} "))
+                    || source.contains(&format!(" id=\"{line}\"")))
+            {
+                problems.push(format!(
+                    "book/{name}: source link {link}: no line {line} there"
+                ));
+            }
+        }
+    }
+    if checked > 0 {
+        println!("checked {checked} links into the source view");
+    }
+    Ok(problems)
 }
 
 /// Check the book already built in `root/book`: every page on its own,
@@ -130,7 +322,7 @@ pub fn build_with(root: &Path, enforce: Enforce) -> Result<usize, Failure> {
 pub fn check_built(root: &Path) -> Result<usize, Failure> {
     let book = root.join("book");
     let pages = html_pages(&book)?;
-    let mut problems = Vec::new();
+    let mut problems = source_links(&book)?;
     for page in &pages {
         let html = fs::read_to_string(page)?;
         let name = page.strip_prefix(root).unwrap_or(page).display();
@@ -158,6 +350,44 @@ pub fn check_built(root: &Path) -> Result<usize, Failure> {
     }
 }
 
+/// mdBook's overrides for the repository and edit icons, from the
+/// repository's address (`BOOK_REPOSITORY`) and branch (`BOOK_BRANCH`,
+/// `main` if unset): none without an address, so that a build that knows
+/// no repository shows no icon rather than a placeholder.
+pub fn repository_overrides(
+    repository: Option<&str>,
+    branch: Option<&str>,
+) -> Result<Vec<(String, String)>, Failure> {
+    let Some(repository) = repository.map(str::trim).filter(|r| !r.is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    let repository = repository.trim_end_matches('/');
+    let host_and_path = repository.strip_prefix("https://").unwrap_or("");
+    if host_and_path.split('/').filter(|p| !p.is_empty()).count() < 3
+        || repository.contains("OWNER")
+        || repository.contains(char::is_whitespace)
+    {
+        return Err(Failure(format!(
+            "BOOK_REPOSITORY is `{repository}`, which is not a repository's \
+             address; give one like https://github.com/someone/book, or \
+             leave it unset for a book without repository links"
+        )));
+    }
+    let branch = branch.map(str::trim).filter(|b| !b.is_empty());
+    let branch = branch.unwrap_or("main");
+    Ok(vec![
+        (
+            "MDBOOK_OUTPUT__HTML__GIT_REPOSITORY_URL".to_string(),
+            repository.to_string(),
+        ),
+        (
+            "MDBOOK_OUTPUT__HTML__EDIT_URL_TEMPLATE".to_string(),
+            format!("{repository}/edit/{branch}/{{path}}"),
+        ),
+    ])
+}
+
 fn listings_errors(log: &str) -> String {
     let lines: Vec<&str> =
         log.lines().filter(|l| l.contains("[listings]")).collect();
@@ -168,10 +398,14 @@ fn listings_errors(log: &str) -> String {
     }
 }
 
-/// Every `.html` file under `dir`, sorted.
+/// Every `.html` page of the book under `dir`, sorted (not rustdoc's
+/// source view, which is rustdoc's to check).
 fn html_pages(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
     let mut pages = crate::links::all_files(dir)?;
-    pages.retain(|p| p.extension().is_some_and(|e| e == "html"));
+    let rustdoc = dir.join(RUSTDOC);
+    pages.retain(|p| {
+        p.extension().is_some_and(|e| e == "html") && !p.starts_with(&rustdoc)
+    });
     Ok(pages)
 }
 
@@ -242,4 +476,59 @@ fn remove_stale_builds(deps: &Path) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_link_must_reach_its_page_and_line() {
+        let book = std::env::temp_dir().join("xtask-source-links");
+        let _ = fs::remove_dir_all(&book);
+        fs::create_dir_all(book.join("m3")).unwrap();
+        fs::create_dir_all(book.join("rustdoc/src/listings/m3")).unwrap();
+        fs::write(
+            book.join("rustdoc/src/listings/m3/cost.rs.html"),
+            "<a href=#1 id=1 data-nosnippet>1</a><a href=#2 id=2 x>2</a>",
+        )
+        .unwrap();
+        let link = |to: &str| {
+            format!("<a href=\"../rustdoc/src/listings/m3/{to}\">x</a>")
+        };
+        fs::write(book.join("m3/cost.html"), link("cost.rs.html#2")).unwrap();
+        assert!(source_links(&book).unwrap().is_empty());
+        let page =
+            format!("{}{}", link("cost.rs.html#7"), link("gone.rs.html#1"));
+        fs::write(book.join("m3/cost.html"), page).unwrap();
+        let problems = source_links(&book).unwrap();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("cost.rs.html#7: no line 7"),
+            "{problems:?}"
+        );
+        assert!(problems[1].contains("gone.rs.html#1: no such page"));
+        fs::remove_dir_all(&book).unwrap();
+    }
+
+    #[test]
+    fn the_repository_icons_need_a_real_address() {
+        assert!(repository_overrides(None, None).unwrap().is_empty());
+        assert!(repository_overrides(Some(" "), None).unwrap().is_empty());
+        let set =
+            repository_overrides(Some("https://github.com/ada/book/"), None)
+                .unwrap();
+        assert_eq!(set[0].1, "https://github.com/ada/book");
+        assert_eq!(set[1].1, "https://github.com/ada/book/edit/main/{path}");
+        let set = repository_overrides(
+            Some("https://github.com/ada/book"),
+            Some("pages"),
+        )
+        .unwrap();
+        assert!(set[1].1.contains("/edit/pages/{path}"));
+        for bad in ["https://github.com/OWNER/book", "github.com/ada/book"] {
+            let why = repository_overrides(Some(bad), None).unwrap_err().0;
+            assert!(why.contains("not a repository's address"), "{why}");
+        }
+    }
 }

@@ -77,6 +77,12 @@ pub fn check(
     for term in must_find {
         args.extend(["--must-find".into(), term.to_string()]);
     }
+    // The record of the test run the book was built with, if there is one:
+    // a page may say "passed" only for a test it holds.
+    let record = crate::record::path(book_root);
+    if record.exists() {
+        args.extend(["--record".into(), record.display().to_string()]);
+    }
     for term in FIND_IF_PRESENT {
         args.extend(["--find-if-present".into(), term.to_string()]);
     }

@@ -15,6 +15,7 @@ pub mod mutants;
 pub mod notation;
 pub mod page;
 pub mod prose;
+pub mod record;
 pub mod search;
 pub mod setup;
 

@@ -6,8 +6,9 @@
 //! cargo xtask build   setup, then build the book into book/ and check the HTML
 //! cargo xtask serve   setup, build, then serve on http://localhost:3000 and rebuild on change
 //! cargo xtask browser setup, build, then the browser check (headless chromium)
-//! cargo xtask test    setup, fmt, clippy, cargo test, mdbook test, build + checks,
-//!                     browser check, failure checks
+//! cargo xtask test    setup, fmt, clippy, cargo test (each outcome recorded in
+//!                     target/verification/), mdbook test, build with that
+//!                     record + checks, browser check, failure checks
 //! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
 //!                     rewrite listings/data/retrieval.tsv; `--only LANE,...`
 //!                     retrains only those lanes and keeps the others' rows
@@ -41,9 +42,11 @@ const USAGE: &str =
   serve   setup, build, then serve the book on http://localhost:3000
   browser setup, build, then open every page in headless chromium and
           check what a reader sees; screenshots in target/screenshots/
-  test    setup, then cargo fmt --check, clippy, cargo test, mdbook test,
-          the book build with its checks, the browser check, and the
-          checks' own tests
+  test    setup, then cargo fmt --check, clippy, cargo test (every
+          outcome recorded in target/verification/record.tsv), mdbook
+          test, the book build with that record (each claim mark shows its
+          result; the verification report page sums up the run) and its
+          checks, the browser check, and the checks' own tests
   retrieval  train every model of the retrieval chapter at the paper's
           scale (release mode, every core, about a hundred CPU-minutes) and
           rewrite listings/data/retrieval.tsv, which the book's figures read;
@@ -205,7 +208,21 @@ fn release_binary(
 fn serve() -> Result<(), Failure> {
     build()?;
     xtask::step("mdbook serve on http://localhost:3000 (Ctrl-C to stop)");
-    run("mdbook", &["serve", "--port", "3000"], &root())
+    // Rebuilds show the Try-it outputs of the build above.
+    let root = root();
+    let mut serve = std::process::Command::new("mdbook");
+    serve.args(["serve", "--port", "3000"]).current_dir(&root);
+    if let Some(dir) = book::try_it_outputs(&root)? {
+        serve.env(mdbook_listings::TRY_IT_VAR, dir);
+    }
+    let status = serve
+        .status()
+        .map_err(|e| Failure(format!("could not start `mdbook`: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure(format!("`mdbook serve` failed ({status})")))
+    }
 }
 
 fn test() -> Result<(), Failure> {
@@ -230,11 +247,12 @@ fn test() -> Result<(), Failure> {
         ],
         &root,
     )?;
-    xtask::step("cargo test --workspace");
-    run("cargo", &["test", "--workspace", "--quiet"], &root)?;
+    // Every test's outcome, recorded, so that the book built below shows
+    // each claim's result in this run (and fails on a failed one).
+    let record = xtask::record::run_tests(&root)?;
     xtask::claims::check_ran(&root)?;
     book::mdbook_test(&root)?;
-    let pages = book::build(&root)?;
+    let pages = book::build_recorded(&root, &record)?;
     let browser = xtask::browser::check(
         &root,
         &root.join("target/screenshots"),

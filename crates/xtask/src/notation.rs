@@ -626,11 +626,10 @@ pub fn check(root: &Path, enforce: bool) -> Result<(), Failure> {
         if enforce { "" } else { " (report only)" }
     ));
     if !root.join(REGISTRY).exists() {
-        let why = format!("there is no registry {REGISTRY} to check against");
-        if enforce {
-            return Err(Failure(why));
-        }
-        println!("{why}; skipped");
+        // A book without a notation appendix (the checks' small test
+        // books) has nothing to check against; the book's own registry is
+        // required by a test (tests/publishing.rs) and by SUMMARY.md.
+        println!("there is no registry {REGISTRY} to check against; skipped");
         return Ok(());
     }
     let lines = report(&missing(root)?);

@@ -9,6 +9,19 @@ use crate::html::{self, Tag};
 use std::fs;
 use std::path::Path;
 
+/// The first link on a page to a placeholder repository address (an
+/// `OWNER` or `USER` standing for the account), if any.
+pub fn placeholder_address(html: &str) -> Option<String> {
+    html.match_indices("href=\"").find_map(|(i, m)| {
+        let rest = &html[i + m.len()..];
+        let url = &rest[..rest.find('"')?];
+        let path = url.split_once("://")?.1;
+        path.split(['/', '.'])
+            .any(|p| matches!(p, "OWNER" | "USER" | "USERNAME" | "owner"))
+            .then(|| url.to_string())
+    })
+}
+
 /// What is wrong with one built page, if anything.
 pub fn check_page(html: &str) -> Vec<String> {
     let mut problems = Vec::new();
@@ -37,6 +50,12 @@ pub fn check_page(html: &str) -> Vec<String> {
              \"{shown}\" (mdBook unescapes only the first `\\{{{{#` of a \
              line, up to its last `}}}}`, and none in a block spanning lines; \
              a directive inside a code block needs no backslash)"
+        ));
+    }
+    if let Some(address) = placeholder_address(html) {
+        problems.push(format!(
+            "the page links to a placeholder address ({address}); set \
+             BOOK_REPOSITORY to the real repository or leave it unset"
         ));
     }
     for cdn in ["cdn.jsdelivr", "cdnjs.", "unpkg.com", "fonts.googleapis"] {
@@ -311,6 +330,16 @@ mod tests {
         aria-labelledby=\"figure-f-title\"><title id=\"figure-f-title\">A \
         grid</title><rect/></svg><figcaption>Figure 1.1: F</figcaption>\
         </figure>";
+
+    #[test]
+    fn a_placeholder_repository_address_is_a_problem() {
+        let icon = "<a href=\"https://github.com/OWNER/book\" title=\"Git\">";
+        let problems = check_page(&format!("<main><h1>T</h1>{icon}</main>"));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("placeholder address"), "{problems:?}");
+        let real = "<a href=\"https://github.com/ada/book\">OWNER</a>";
+        assert_eq!(placeholder_address(real), None);
+    }
 
     #[test]
     fn a_clean_page_has_no_problems() {

@@ -67,7 +67,7 @@ fn a_claim_mark_links_to_the_generated_appendix() {
     let page = fs::read_to_string(dir.join("book/claims.html")).unwrap();
     assert!(page.contains("id=\"claim-0-1\""), "{page}");
     assert!(page.contains("tests.rs:2"), "{page}");
-    assert!(page.contains("<details>"), "{page}");
+    assert!(page.contains("<details class=\"claim-body\">"), "{page}");
 }
 
 #[test]

@@ -28,10 +28,37 @@ fn built() -> &'static Path {
         let second = fs::read_to_string(dir.join("src/second.md")).unwrap();
         fs::write(dir.join("src/second.md"), format!("{second}\n{FIGURE}"))
             .unwrap();
+        // Two claim marks, their tests, and the appendix they link to.
+        let chapter = fs::read_to_string(dir.join("src/chapter.md")).unwrap();
+        fs::write(dir.join("src/chapter.md"), format!("{chapter}\n{CLAIMS}"))
+            .unwrap();
+        fs::write(
+            dir.join("tests.rs"),
+            "#[test]\nfn rows_sum_to_one() {\n    assert_eq!(1 + 0, 1);\n}\n\n\
+             #[test]\nfn second_check_holds() {\n    assert!(2 > 1);\n}\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("src/claims.md"),
+            "# Claims and their tests\n\n{{#claims}}\n",
+        )
+        .unwrap();
+        let summary = fs::read_to_string(dir.join("src/SUMMARY.md")).unwrap();
+        fs::write(
+            dir.join("src/SUMMARY.md"),
+            format!("{summary}- [Claims](claims.md)\n"),
+        )
+        .unwrap();
         book::build(&dir).expect("the defect-free reader book builds");
         dir
     })
 }
+
+/// A paragraph with two claim marks, long enough to wrap on a phone.
+const CLAIMS: &str = "Every row of the weights sums to one, whichever query \
+    and whichever keys the rows were computed from, and at every length the \
+    chapter tries. {{#claim rows_sum_to_one}} The second check holds as \
+    well, on the same inputs. {{#claim second_check_holds}}\n";
 
 fn check(dir: &Path, must_find: &[&str]) -> Result<String, Failure> {
     browser::check(dir, &dir.join("screenshots"), must_find)
@@ -122,7 +149,8 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                 d,
                 "second.html",
                 "</main>",
-                "<a href=\"third.html\">on</a><script>console.error('boom')\
+                "<a href=\"third.html\">on</a><a href=\"https://github.com/\
+                 OWNER/book\">repository</a><script>console.error('boom')\
                  </script><script>noSuchFunction()</script>\
                  <img alt=\"remote\" src=\"https://example.invalid/a.png\">\
                  </main>",
@@ -175,6 +203,11 @@ fn broken_math_links_scripts_print_and_search_fail_the_browser_check() {
                  in the book",
             ),
             ("a console error", "second.html: console error: boom"),
+            (
+                "a repository icon with a placeholder address",
+                "second.html: a link to a placeholder address: \
+                 https://github.com/OWNER/book",
+            ),
             (
                 "a request to another host",
                 "second.html: request leaves the book: \
@@ -421,6 +454,77 @@ fn figure_text_at_either_width_legends_in_two_sizes_and_repeated_math_fail() {
                 "an excerpt that repeats its math",
                 "search \"fast weight\": a result's excerpt repeats its math \
                  or shows TeX (\"β\" twice in a row)",
+            ),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "needs mdbook, node and chromium; run by cargo xtask test"]
+fn broken_claim_marks_fail_the_browser_check() {
+    fails(
+        "browser-claims",
+        &["fast weight"],
+        |d| {
+            edit_page(d, "chapter.html", |html| {
+                // The first mark pushed to the start of a line, the
+                // second shrunk to a small target; in the store, the first
+                // test without its code and the second without its kind,
+                // and a result that says "passed" with no record.
+                let html = html.replacen(
+                    "\u{2060}<sup class=\"claim\"",
+                    "<br><sup class=\"claim\"",
+                    1,
+                );
+                let second = "data-tests=\"claim-test-second_check_holds\"><a ";
+                let html = html.replacen(
+                    second,
+                    &format!("{second}style=\"padding:0;margin:0\" "),
+                    1,
+                );
+                let store = html.find("class=\"claim-store\"").unwrap();
+                let (head, tail) = html.split_at(store);
+                let tail = tail
+                    .replacen("<details class=\"claim-body\"", "<details", 1)
+                    .replacen("class=\"claim-kind\"", "class=\"kind-gone\"", 2)
+                    .replacen(
+                        "Result: not run in this build",
+                        "Result: passed in the test run of commit 0123",
+                        1,
+                    );
+                format!("{head}{tail}")
+            });
+        },
+        &[
+            (
+                "a mark starting a line",
+                "chapter.html: at 420 px: 1 claim mark(s) start a line, e.g. \
+                 mark-claim-0-1",
+            ),
+            (
+                "a target under 24 x 24 px",
+                "chapter.html: at 1280 px: 1 claim mark(s) smaller than 24 × \
+                 24 px, e.g. mark-claim-0-2",
+            ),
+            (
+                "a test without its body",
+                "chapter.html: at 1280 px: the evidence of rows_sum_to_one \
+                 lacks the test body",
+            ),
+            (
+                "a panel without its body and kind, opened by a click",
+                "claim mark mark-claim-0-1 by click: opened a panel lacking \
+                 the test body, the evidence kind",
+            ),
+            (
+                "a panel without the kind, opened by the keyboard",
+                "claim mark mark-claim-0-2 by keyboard: opened a panel \
+                 lacking the evidence kind",
+            ),
+            (
+                "passed without a record",
+                "says rows_sum_to_one passed, but the book was checked \
+                 without a record of a test run",
             ),
         ],
     );

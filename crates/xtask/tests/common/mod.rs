@@ -27,12 +27,13 @@ pub fn fixture(name: &str, summary_extra: &str, chapter: &str) -> PathBuf {
              before = [\"links\"]\n\n\
              [preprocessor.katex]\nafter = [\"links\"]\nno-css = true\n\
              output = \"htmlAndMathml\"\n\n\
-             [output.html]\nadditional-css = [\"theme/book.css\"]\n",
+             [output.html]\nadditional-css = [\"theme/book.css\"]\n\
+             additional-js = [\"theme/claims.js\"]\n",
             manifest.display()
         ),
     )
     .unwrap();
-    for file in ["head.hbs", "book.css"] {
+    for file in ["head.hbs", "book.css", "claims.js"] {
         fs::copy(
             workspace.join("theme").join(file),
             dir.join("theme").join(file),
