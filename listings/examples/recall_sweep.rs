@@ -3,9 +3,9 @@
 //! `cargo xtask recall`, which builds it in release mode; it uses every
 //! core and prints each run as it finishes.
 
+use listings::after::family::recall::study::{budget_line, plan, to_tsv};
 use listings::data_file::took;
 use listings::measure::Machine;
-use listings::paper::after::recall::study::{budget_line, plan, to_tsv};
 use listings::trainers::sweep::run_all;
 use std::path::Path;
 use std::time::Instant;

@@ -177,19 +177,19 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "after-equivalence",
-        run: crate::paper::after::study::equivalence_table,
+        run: crate::after::family::study::equivalence_table,
     },
     Output {
         name: "after-editing",
-        run: crate::paper::after::study::editing_table,
+        run: crate::after::family::study::editing_table,
     },
     Output {
         name: "after-recall",
-        run: crate::paper::after::recall::study::recall_table,
+        run: crate::after::family::recall::study::recall_table,
     },
     Output {
         name: "after-fading",
-        run: crate::paper::after::study::fading_tables,
+        run: crate::after::family::study::fading_tables,
     },
 ];
 

@@ -10,6 +10,7 @@
 //! can be replayed; each test also checks that both outcomes occur, so it
 //! cannot pass by rejecting everything or by never meeting a bad input.
 
+use listings::after::family::{Rule, rule_chunkwise, rule_recurrent};
 use listings::after::regression::{
     OneStep, least_squares_memory, one_step_memory, stream_loss,
 };
@@ -43,7 +44,6 @@ use listings::m3::schedules::linear_attention_chunkwise;
 use listings::m3::walkthrough::{
     FastWeightLayer, causal_linear_attention_product, linear_attention_one_shot,
 };
-use listings::paper::after::{Rule, rule_chunkwise, rule_recurrent};
 use listings::paper::capacity::sum_rule_recall;
 use listings::paper::capacity_sweep::delta_rule_recall;
 use listings::paper::delta_rule::{

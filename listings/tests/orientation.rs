@@ -3,6 +3,7 @@
 //! and reads it with S φ(q), the chunkwise forms included. Shapes with
 //! m ≠ p, so the transpose would not even have the right shape.
 
+use listings::after::family::{rule_chunkwise, rule_recurrent, six_rules};
 use listings::m3::delete_softmax::{
     Memory, linear_attention_memory_first, sequence_memory,
 };
@@ -12,7 +13,6 @@ use listings::m3::feature_map::recall::best_memory;
 use listings::m3::schedules::chunk_step;
 use listings::m3::walkthrough::FastWeightLayer;
 use listings::ndarray::{Array1, Array2, ArrayView1, Axis};
-use listings::paper::after::{rule_chunkwise, rule_recurrent, six_rules};
 use listings::paper::delta_rule::{
     delta_rule_chunkwise, delta_rule_recurrent, sum_normalise,
 };

@@ -4,9 +4,9 @@
 //! each transition costs, measured in one run.
 
 use crate::timing::{Timing, time};
+use listings::after::family::six_rules;
 use listings::fast::rules::{rule_chunkwise_f32, rule_recurrent_f32};
 use listings::fast::{random_inputs, to_f32};
-use listings::paper::after::six_rules;
 use listings::random::seeded;
 use std::fmt::Write as _;
 use std::hint::black_box;

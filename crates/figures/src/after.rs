@@ -1,13 +1,13 @@
 //! The figure of "After the paper": what each update rule does to a memory
-//! that is being edited, from the studies in `listings::paper::after`.
+//! that is being edited, from the studies in `listings::after::family`.
 
 use crate::lines::{Axes, Key, Line, Series, looks, panel, stack};
 use crate::style::Width;
-use listings::paper::after::recall::model::Mixer;
-use listings::paper::after::recall::study::{
+use listings::after::family::recall::model::Mixer;
+use listings::after::family::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
-use listings::paper::after::study::{chapter_editing, chapter_fading};
+use listings::after::family::study::{chapter_editing, chapter_fading};
 
 /// Two panels: the error of reading the latest value of every key against
 /// the number n of keys written (d = 64), and what is left of one

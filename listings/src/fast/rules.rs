@@ -1,11 +1,11 @@
 //! The update rules of "After the paper" at f32, for the benchmark: the
 //! recurrence, one token at a time in place with nothing allocated in the
 //! loop, and the chunkwise form, whose products go to sgemm. Each computes
-//! what `paper::after::rule_recurrent` computes, to f32 precision.
+//! what `after::family::rule_recurrent` computes, to f32 precision.
 
 use super::{row_major, slice};
+use crate::after::family::Rule;
 use crate::input::{InputError, check_chunk, finite};
-use crate::paper::after::Rule;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
 
@@ -85,7 +85,7 @@ pub fn rule_recurrent_f32(
 }
 
 /// Any rule of the family at f32 in chunks of `chunk` tokens, as
-/// `paper::after::rule_chunk` computes each chunk. When every feature has
+/// `after::family::rule_chunk` computes each chunk. When every feature has
 /// the same gate (all but the diagonal gates), the decayed scores are one
 /// product K Kᵀ times exp(g_i − g_j); with a gate per feature, a sum over
 /// the features of exponentials, every exponent ≤ 0.
@@ -159,9 +159,9 @@ pub fn rule_chunkwise_f32(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::after::family::{random_qkv, rule_recurrent, six_rules};
     use crate::fast::{to_f32, to_f64};
     use crate::linalg::worst_row_relative_difference;
-    use crate::paper::after::{random_qkv, rule_recurrent, six_rules};
     use crate::random::seeded;
 
     #[test]

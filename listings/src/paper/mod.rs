@@ -7,4 +7,3 @@ pub mod delta_rule;
 pub mod feature_maps;
 pub mod capacity_sweep;
 pub mod retrieval;
-pub mod after;

@@ -2,12 +2,12 @@
 //! batches of fresh sequences, the mean gradient, Adam; then the share of
 //! queries a fixed test set answers right.
 
-use crate::input::InputError;
-use crate::paper::after::recall::model::{
+use crate::after::family::recall::model::{
     Params, Work, run_batch, run_sequence,
 };
-use crate::paper::after::recall::study::{Outcome, Run};
-use crate::paper::after::recall::task::Sequence;
+use crate::after::family::recall::study::{Outcome, Run};
+use crate::after::family::recall::task::Sequence;
+use crate::input::InputError;
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
 
@@ -71,9 +71,9 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paper::after::recall::model::Mixer;
-    use crate::paper::after::recall::study::{PAIRS, SEEDS, run};
-    use crate::paper::after::recall::task::Token;
+    use crate::after::family::recall::model::Mixer;
+    use crate::after::family::recall::study::{PAIRS, SEEDS, run};
+    use crate::after::family::recall::task::Token;
     use std::collections::HashSet;
 
     #[test]

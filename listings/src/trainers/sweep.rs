@@ -3,8 +3,8 @@
 //! most first, and a Setting 1 lane's next size waits for its last result;
 //! the recall comparison's runs are known in advance and taken in order.
 
+use crate::after::family::recall::study as recall;
 use crate::measure::thread_cpu_seconds;
-use crate::paper::after::recall::study as recall;
 use crate::paper::retrieval::model::Layer;
 use crate::paper::retrieval::study::sort_records;
 use crate::paper::retrieval::sweep::{Record, SEEDS, next_run, planned_runs};

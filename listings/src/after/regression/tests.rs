@@ -4,7 +4,7 @@
 
 use super::study::*;
 use super::*;
-use crate::paper::after::rule_step;
+use crate::after::family::rule_step;
 use crate::paper::delta_rule::{decayed_write_step, regression_loss};
 use crate::random::{BookRng, randn, seeded};
 use ndarray::{Array1, Array2};

@@ -4,8 +4,8 @@
 
 use super::study::*;
 use super::*;
+use crate::after::family::{Rule, rule_chunkwise, rule_recurrent};
 use crate::appendix::primer::jacobi_eigen;
-use crate::paper::after::{Rule, rule_chunkwise, rule_recurrent};
 use crate::paper::delta_rule::{delta_rule_chunkwise, delta_rule_recurrent};
 use crate::random::{BookRng, randn, seeded};
 use rand::Rng;

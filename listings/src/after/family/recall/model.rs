@@ -12,8 +12,8 @@
 //! a linear read-out to scores over the value symbols; the loss is the
 //! cross-entropy of the right value, summed over the queries.
 
+use crate::after::family::recall::task::{Sequence, Task, Token};
 use crate::input::InputError;
-use crate::paper::after::recall::task::{Sequence, Task, Token};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};

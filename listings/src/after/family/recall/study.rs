@@ -3,9 +3,9 @@
 //! recall` writes (with the crate's `trainers`), and the table the chapter
 //! prints from it (output `after-recall`, [`recall_table`]).
 
+use crate::after::family::recall::model::{Mixer, Shape};
+use crate::after::family::recall::task::Task;
 use crate::data_file;
-use crate::paper::after::recall::model::{Mixer, Shape};
-use crate::paper::after::recall::task::Task;
 use crate::table::Table;
 
 /// The width d of every model: queries, keys and values of d entries, a

@@ -2,11 +2,11 @@
 //! reads, and the committed comparison against the plan and the
 //! chapter's claims.
 
+use crate::after::family::recall::model::*;
+use crate::after::family::recall::study::*;
+use crate::after::family::recall::task::{Sequence, Task};
 use crate::data_file;
 use crate::input::InputError;
-use crate::paper::after::recall::model::*;
-use crate::paper::after::recall::study::*;
-use crate::paper::after::recall::task::{Sequence, Task};
 use crate::paper::retrieval::adam::Weights;
 use crate::random::{BookRng, seeded, standard_normal};
 use crate::trainers::recall::train;
@@ -262,7 +262,7 @@ fn the_models_forward_is_the_chapters_recurrence_questions_included() {
     // rule_recurrent over all 2n tokens, fed the model's q, k, v and
     // gates: every token, a question too, writes and then reads. The
     // model's unit rows carry a norm ε of 1e-6, hence the tolerance.
-    use crate::paper::after::{Rule, rule_recurrent};
+    use crate::after::family::{Rule, rule_recurrent};
     use ndarray::{Array1, Array2};
     for mixer in Mixer::ALL.into_iter().filter(|&m| m != Mixer::Softmax) {
         for (seed, (pairs, d)) in

@@ -4,9 +4,9 @@
 
 use super::study::*;
 use super::*;
+use crate::after::family::study::{chapter_editing, chapter_fading};
 use crate::linalg::worst_row_relative_difference;
 use crate::m3::schedules::AffineStep;
-use crate::paper::after::study::{chapter_editing, chapter_fading};
 
 mod editing;
 mod forms;
