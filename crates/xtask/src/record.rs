@@ -102,18 +102,14 @@ pub fn commit(root: &Path) -> String {
     }
 }
 
-/// Run `cargo test --workspace` in `root`, print what failed and each
-/// binary's summary, and write the record of every test's outcome. Fails
-/// if a test failed (after writing the record).
-pub fn run_tests(root: &Path) -> Result<PathBuf, Failure> {
-    let command = "cargo test --workspace";
-    step(&format!("{command} (each outcome recorded)"));
-    let date = capture("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown date".to_string());
-    let started = Instant::now();
-    // Cargo announces each binary on stderr and libtest reports on stdout:
-    // one stream keeps each test under its binary.
+/// Run `command` in `root` through the shell, printing what is not a
+/// passing or ignored test's line, and return everything it printed
+/// (stderr and stdout in one stream, so that each test stays under the
+/// binary cargo announced before it) and whether it succeeded.
+fn run_streaming(
+    command: &str,
+    root: &Path,
+) -> Result<(String, bool), Failure> {
     let mut child = Command::new("sh")
         .args(["-c", &format!("{command} 2>&1")])
         .current_dir(root)
@@ -134,16 +130,31 @@ pub fn run_tests(root: &Path) -> Result<PathBuf, Failure> {
         }
     }
     let status = child.wait()?;
+    Ok((output, status.success()))
+}
+
+/// Minutes and seconds, as the record writes a time taken.
+fn minutes(seconds: u64) -> String {
+    format!("{} min {} s", seconds / 60, seconds % 60)
+}
+
+/// Run `cargo test --workspace` in `root`, print what failed and each
+/// binary's summary, and write the record of every test's outcome. Fails
+/// if a test failed (after writing the record).
+pub fn run_tests(root: &Path) -> Result<PathBuf, Failure> {
+    let command = "cargo test --workspace";
+    step(&format!("{command} (each outcome recorded)"));
+    let date = capture("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown date".to_string());
+    let started = Instant::now();
+    let (output, success) = run_streaming(command, root)?;
     let seconds = started.elapsed().as_secs();
     let record = Record {
         commit: commit(root),
         date,
         machine: machine(),
-        duration: format!(
-            "{} min {} s (compiling and running)",
-            seconds / 60,
-            seconds % 60
-        ),
+        duration: format!("{} (compiling and running)", minutes(seconds)),
         command: command.to_string(),
         entries: parse(&output),
     };
@@ -157,16 +168,112 @@ pub fn run_tests(root: &Path) -> Result<PathBuf, Failure> {
         "recorded {passed} passed, {failed} failed, {ignored} ignored in {}",
         path.strip_prefix(root).unwrap_or(&path).display()
     );
-    if status.success() {
+    if success {
         Ok(path)
     } else {
-        Err(Failure(format!("`{command}` failed ({status})")))
+        Err(Failure(format!("`{command}` failed")))
+    }
+}
+
+/// Fold a later run's outcomes into `record`: each replaces what the
+/// record held for the same test of the same binary (the `ignored` of a
+/// test that needs the built book), and a test it did not hold is added.
+pub fn fold(record: &mut Record, later: Vec<Entry>) {
+    for entry in later {
+        match record
+            .entries
+            .iter_mut()
+            .find(|e| e.target == entry.target && e.path == entry.path)
+        {
+            Some(held) => held.outcome = entry.outcome,
+            None => record.entries.push(entry),
+        }
+    }
+}
+
+/// The checks' own tests, which need the built book (`cargo test
+/// --package xtask -- --ignored`): run them and fold their outcomes into
+/// the record at `path`, so that the book rebuilt from it shows them as
+/// passed or failed rather than ignored. Fails if one failed (after
+/// writing the record).
+pub fn run_ignored(root: &Path, path: &Path) -> Result<(), Failure> {
+    let command = "cargo test --package xtask -- --ignored";
+    let text = fs::read_to_string(path)?;
+    let mut record = Record::parse(&text).map_err(|e| {
+        Failure(format!("the record {} is unreadable: {e}", path.display()))
+    })?;
+    let started = Instant::now();
+    let (output, success) = run_streaming(command, root)?;
+    fold(&mut record, parse(&output));
+    record.command =
+        format!("{}, then {command} after the build", record.command);
+    record.duration = format!(
+        "{} + {} (the checks' own tests)",
+        record.duration,
+        minutes(started.elapsed().as_secs())
+    );
+    fs::write(path, record.to_text())?;
+    if success {
+        Ok(())
+    } else {
+        Err(Failure(format!("`{command}` failed")))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_run_replaces_the_ignored_outcome_of_the_same_test() {
+        let entry = |outcome, target: &str, path: &str| Entry {
+            outcome,
+            target: target.to_string(),
+            path: path.to_string(),
+        };
+        let mut record = Record {
+            entries: vec![
+                entry(Outcome::Passed, "listings:src/lib.rs", "a"),
+                entry(
+                    Outcome::Ignored,
+                    "broken_books:tests/broken_books.rs",
+                    "b",
+                ),
+                entry(Outcome::Ignored, "listings:src/lib.rs", "b"),
+            ],
+            ..Record::default()
+        };
+        fold(
+            &mut record,
+            vec![
+                entry(
+                    Outcome::Passed,
+                    "broken_books:tests/broken_books.rs",
+                    "b",
+                ),
+                entry(
+                    Outcome::Failed,
+                    "browser_checks:tests/browser_checks.rs",
+                    "c",
+                ),
+            ],
+        );
+        let seen: Vec<(Outcome, &str)> = record
+            .entries
+            .iter()
+            .map(|e| (e.outcome, e.path.as_str()))
+            .collect();
+        // The same name in another binary keeps its own outcome.
+        assert_eq!(
+            seen,
+            [
+                (Outcome::Passed, "a"),
+                (Outcome::Passed, "b"),
+                (Outcome::Ignored, "b"),
+                (Outcome::Failed, "c"),
+            ]
+        );
+    }
 
     #[test]
     fn libtest_lines_give_each_tests_outcome_under_its_binary() {
