@@ -35,6 +35,9 @@ pub struct Test {
     pub module: Vec<String>,
     /// From its `#[test]` to its closing brace.
     pub source: String,
+    /// Whether its package has no library (no `src/lib.rs`), so that a
+    /// test under `src/` belongs to the package's binary.
+    pub binary_only: bool,
 }
 
 /// Every `#[test]` function under `root`, by name (a name may be used in
@@ -71,11 +74,30 @@ pub fn find_tests(root: &Path) -> BTreeMap<String, Vec<Test>> {
             .unwrap_or(&path)
             .to_string_lossy()
             .replace('\\', "/");
-        for (name, test) in tests_in(&file, &text) {
+        let binary_only = binary_only(root, &file);
+        for (name, mut test) in tests_in(&file, &text) {
+            test.binary_only = binary_only;
             tests.entry(name).or_default().push(test);
         }
     }
     tests
+}
+
+/// Whether the package of `file` (`listings/...` or `crates/NAME/...`,
+/// relative to `root`) has a `src/main.rs` and no `src/lib.rs`.
+fn binary_only(root: &Path, file: &str) -> bool {
+    let package = match file.strip_prefix("crates/") {
+        Some(rest) => match rest.split_once('/') {
+            Some((name, _)) => root.join("crates").join(name),
+            None => return false,
+        },
+        None => match file.split_once('/') {
+            Some((first, _)) => root.join(first),
+            None => return false,
+        },
+    };
+    package.join("src/main.rs").is_file()
+        && !package.join("src/lib.rs").is_file()
 }
 
 /// The `#[test]` functions of one file: after `#[test]` and any further
@@ -121,6 +143,7 @@ fn tests_in(file: &str, text: &str) -> Vec<(String, Test)> {
                 line: f + 1,
                 module: enclosing_modules(&lines[..f], indent.len()),
                 source,
+                binary_only: false,
             },
         ));
     }

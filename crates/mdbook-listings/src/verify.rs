@@ -198,13 +198,14 @@ pub fn place(name: &str, test: &Test) -> Option<Place> {
     {
         let module = file.trim_end_matches(".rs");
         let module = module.strip_suffix("/mod").unwrap_or(module);
-        if module == "main" || module.starts_with("bin/") {
-            let bin = if module == "main" {
-                package.to_string()
-            } else {
-                module["bin/".len()..].to_string()
-            };
+        if let Some(bin) = module.strip_prefix("bin/") {
             (format!("--bin {bin}"), format!("{}:src/{file}", krate))
+        } else if module == "main" || test.binary_only {
+            // A module of a binary-only package belongs to its main.rs.
+            if module != "main" {
+                modules.extend(module.split('/').map(str::to_string));
+            }
+            (format!("--bin {package}"), format!("{krate}:src/main.rs"))
         } else {
             if module != "lib" {
                 modules.extend(module.split('/').map(str::to_string));
@@ -560,6 +561,7 @@ mod tests {
             line: 3,
             module: module.iter().map(|m| m.to_string()).collect(),
             source: source.to_string(),
+            binary_only: false,
         }
     }
 
@@ -611,6 +613,15 @@ mod tests {
             ("mdbook-listings", "claim::tests::t")
         );
         assert_eq!(p.target, "mdbook_listings:src/lib.rs");
+        let bin = Test {
+            binary_only: true,
+            ..test_at("crates/bench/src/timing.rs", &["tests"], "")
+        };
+        let p = place("t", &bin).unwrap();
+        assert_eq!(
+            (p.target.as_str(), p.path.as_str(), p.target_flag.as_str()),
+            ("bench:src/main.rs", "timing::tests::t", "--bin bench")
+        );
     }
 
     #[test]
