@@ -1,17 +1,29 @@
 //! Train every model of the recall comparison in "After the paper" and
-//! write the results to listings/data/recall.tsv. Run it with
-//! `cargo xtask recall`, which builds it in release mode; it uses every
-//! core and prints each run as it finishes.
+//! write the results to target/recall.tsv, or with `-- --commit` to the
+//! committed listings/data/recall.tsv. Run it with `cargo xtask recall`,
+//! which builds it in release mode; it uses every core and prints each run
+//! as it finishes.
 
 use listings::after::family::recall::study::{budget_line, plan, to_tsv};
-use listings::data_file::took;
+use listings::data_file::{destination, took};
 use listings::measure::Machine;
 use listings::trainers::sweep::run_all;
-use std::path::Path;
 use std::time::Instant;
 
 fn main() {
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/recall.tsv");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let commit = match args.as_slice() {
+        [] => false,
+        [flag] if flag == "--commit" => true,
+        _ => {
+            eprintln!("usage: recall_sweep [--commit]");
+            std::process::exit(2);
+        }
+    };
+    let out = destination("recall.tsv", commit);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).expect("make the output folder");
+    }
     let machine = Machine::now();
     let runs = plan();
     let total = runs.len();

@@ -1,4 +1,5 @@
 //! Train every model of the retrieval chapter and write the results to
+//! target/retrieval.tsv, or with `--commit` to the committed
 //! listings/data/retrieval.tsv. Run it with `cargo xtask retrieval`, which
 //! builds it in release mode; it uses every core and shows its progress.
 //!
@@ -6,7 +7,7 @@
 //! only those lanes and keeps the committed records of every other lane:
 //! the file is the one a full run would write, but for the time lines.
 
-use listings::data_file::took;
+use listings::data_file::{destination, took};
 use listings::measure::Machine;
 use listings::paper::retrieval::model::Layer;
 use listings::paper::retrieval::study::{
@@ -18,7 +19,6 @@ use listings::trainers::estimate::Estimate;
 use listings::trainers::retrieval::step_flops;
 use listings::trainers::sweep::{Job, Timing, run_lanes};
 use std::io::Write;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -67,15 +67,22 @@ fn job_cost(job: &Job) -> f64 {
 }
 
 fn main() {
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/retrieval.tsv");
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let commit = args.iter().any(|a| a == "--commit");
+    args.retain(|a| a != "--commit");
+    let out = destination("retrieval.tsv", commit);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).expect("make the output folder");
+    }
     let only: Option<Vec<String>> = match args.as_slice() {
         [] => None,
         [flag, list] if flag == "--only" => {
             Some(list.split(',').map(str::to_string).collect())
         }
         _ => {
-            eprintln!("usage: retrieval_sweep [--only LAYER/SETTING,...]");
+            eprintln!(
+                "usage: retrieval_sweep [--commit] [--only LAYER/SETTING,...]"
+            );
             std::process::exit(2);
         }
     };

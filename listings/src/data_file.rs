@@ -2,6 +2,18 @@
 //! made, a tab-separated header, then one record per line.
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Where a retraining command writes its data file `name`: the committed
+/// `listings/data/NAME` when asked with `--commit`, else `target/NAME`
+/// in the workspace, so a reader's run never changes what the book reads.
+pub fn destination(name: &str, commit: bool) -> PathBuf {
+    let listings = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match commit {
+        true => listings.join("data").join(name),
+        false => listings.join("..").join("target").join(name),
+    }
+}
 
 /// A data file: each comment after `# `, the header, the records' lines.
 pub fn write(

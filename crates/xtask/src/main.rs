@@ -9,12 +9,14 @@
 //! cargo xtask test    setup, fmt, clippy, cargo test (each outcome recorded in
 //!                     target/verification/), mdbook test, build with that
 //!                     record + checks, browser check, failure checks
-//! cargo xtask retrieval  retrain the retrieval sweep (release, all cores) and
-//!                     rewrite listings/data/retrieval.tsv; `--only LANE,...`
+//! cargo xtask retrieval  retrain the retrieval sweep (release, all cores)
+//!                     into target/retrieval.tsv (`--commit`: rewrite
+//!                     listings/data/retrieval.tsv); `--only LANE,...`
 //!                     retrains only those lanes and keeps the others' rows
 //! cargo xtask recall  retrain the recall comparison of "After the paper"
 //!                     (release, all cores; under 15 minutes on two cores)
-//!                     and rewrite listings/data/recall.tsv
+//!                     into target/recall.tsv (`--commit`: rewrite
+//!                     listings/data/recall.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -49,14 +51,17 @@ const USAGE: &str =
           checks, the browser check, and the checks' own tests
   retrieval  train every model of the retrieval chapter at the paper's
           scale (release mode, every core, about a hundred CPU-minutes) and
-          rewrite listings/data/retrieval.tsv, which the book's figures read;
-          prints each run's wall and CPU time and each lane's total
+          write target/retrieval.tsv; prints each run's wall and CPU time
+          and each lane's total
   retrieval --only LANE,...  retrain only those lanes (e.g.
           tanh/fwm/setting2) and keep every other lane's committed rows
+  retrieval --commit  rewrite listings/data/retrieval.tsv instead, the
+          file the book's figures read
   recall  train the one-layer recall models of \"After the paper\", every
           update rule and softmax at every number of pairs (release mode,
-          every core, under 15 minutes on two cores) and rewrite
-          listings/data/recall.tsv, which the chapter's figure reads
+          every core, under 15 minutes on two cores) into
+          target/recall.tsv; with --commit rewrite listings/data/recall.tsv,
+          which the chapter's figure reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)
@@ -90,11 +95,15 @@ fn main() -> ExitCode {
         "browser" => browser(),
         "test" => test(),
         "retrieval" => retrieval(),
-        "recall" => release_example(
-            "training the recall comparison",
-            "recall_sweep",
-            &[],
-        ),
+        "recall" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            release_example(
+                "training the recall comparison",
+                "recall_sweep",
+                &args,
+            )
+        }
         "bench" => bench(),
         "mutants" => {
             let args: Vec<String> = std::env::args().skip(2).collect();
