@@ -16,14 +16,14 @@ fn main() {
     let (k1, k2) = (keys.row(0), keys.row(1));
     let (v1, v2, v3) = (array![1.0, 0.0], array![0.0, 1.0], array![4.0, 4.0]);
     let mut memory = Array2::zeros((2, 4)); // S: (m, p) = (2, 4)
-    fast_weight_write(&mut memory, &v1, &k1);
-    fast_weight_write(&mut memory, &v2, &k2);
+    fast_weight_write(&mut memory, &v1, &k1).unwrap();
+    fast_weight_write(&mut memory, &v2, &k2).unwrap();
     let beta = 0.5; // rewrite k2 with v3 at half strength
     let (mut delta, mut gated, mut sum) =
         (memory.clone(), memory.clone(), memory.clone());
-    delta_rule_step(&mut delta, &k2, &v3, beta);
-    gated_rule_step(&mut gated, &k2, &v3, beta);
-    fast_weight_write(&mut sum, &v3, &k2);
+    delta_rule_step(&mut delta, &k2, &v3, beta).unwrap();
+    gated_rule_step(&mut gated, &k2, &v3, beta).unwrap();
+    fast_weight_write(&mut sum, &v3, &k2).unwrap();
     for (name, s) in [("delta", &delta), ("gated", &gated), ("sum", &sum)] {
         let (at_k2, at_k1) = (s.dot(&k2), s.dot(&k1));
         println!("{name:>5}: k2 reads {at_k2:.3}, k1 reads {at_k1:.3}");

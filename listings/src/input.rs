@@ -2,7 +2,7 @@
 //! that must not be empty, values that must be finite. A bad input is an
 //! error that names the problem, never a silent broadcast or a NaN.
 
-use ndarray::{Array, ArrayRef2, Axis, Dimension, LinalgScalar};
+use ndarray::{Array, ArrayRef1, ArrayRef2, Axis, Dimension, LinalgScalar};
 use std::fmt;
 
 /// What is wrong with an input, in words a reader can act on.
@@ -362,6 +362,41 @@ pub fn no_negative_feature<T: Entry>(
             value: x.widen(),
             allowed: "[0, ∞): a negative feature can make a weight \
                       negative, and the read no average",
+        }),
+    }
+}
+
+/// The operands of one write to a memory: memory: (m, p), v: (m), k: (p),
+/// v and k finite (the memory is the caller's own, checked when made).
+pub fn check_write<T: Entry>(
+    memory: &ArrayRef2<T>,
+    v: &ArrayRef1<T>,
+    k: &ArrayRef1<T>,
+) -> Result<(), InputError> {
+    let column = v.view().insert_axis(Axis(1)); // (m, 1)
+    let row = k.view().insert_axis(Axis(0)); // (1, p)
+    same_rows(
+        ("memory", memory),
+        ("v", &column),
+        "v has one entry per row",
+    )?;
+    same_cols(
+        ("memory", memory),
+        ("k", &row),
+        "k has one entry per column",
+    )?;
+    nonempty_finite("v", &column)?;
+    nonempty_finite("k", &row)
+}
+
+/// A number a step takes (a write strength, a decay) is finite.
+pub fn finite_number(name: &'static str, x: f64) -> Result<(), InputError> {
+    match x.is_finite() {
+        true => Ok(()),
+        false => Err(InputError::NonFinite {
+            name,
+            at: [0, 0],
+            value: x,
         }),
     }
 }

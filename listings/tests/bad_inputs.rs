@@ -1112,3 +1112,127 @@ fn part_three_listings_never_return_nan_nor_panic() {
         });
     }
 }
+
+/// The one-token steps, fed operands of the wrong length and non-finite
+/// numbers: each returns an error naming the operand, and leaves a memory
+/// it refuses to write as it was; with good operands each returns Ok.
+#[test]
+fn every_one_token_step_refuses_mismatched_and_non_finite_operands() {
+    use listings::after::family::rule_step;
+    use listings::after::regression::{
+        gated_delta_as_two_steps, gradient_step, implicit_step,
+        linear_loss_gradient,
+    };
+    use listings::after::spectrum::{delta_product_step, householder_product};
+    use listings::m3::fast_weight_memory::fast_weight_write;
+    use listings::m3::schedules::AffineStep;
+    use listings::paper::delta_rule::{
+        decayed_write_step, delta_rule_step, gated_rule_step,
+        regression_gradient, sum_normalise,
+    };
+    let (m, p) = (2, 3);
+    let k = Array1::from_vec(vec![0.6, 0.8, 0.0]);
+    let v = Array1::from_vec(vec![1.0, -1.0]);
+    let alpha = Array1::from_elem(p, 0.9);
+    let start = Array2::from_elem((m, p), 0.25);
+    // Each step once with good operands and once with each bad variant:
+    // (k, v, a number) swapped for a too-long k, a too-short v, NaN in k
+    // and an infinite number.
+    type Step = dyn Fn(
+        &mut Array2<f64>,
+        &Array1<f64>,
+        &Array1<f64>,
+        f64,
+    ) -> Result<(), InputError>;
+    let steps: Vec<(&str, Box<Step>)> = vec![
+        (
+            "fast_weight_write",
+            Box::new(|s, k, v, _| fast_weight_write(s, v, k)),
+        ),
+        (
+            "delta_rule_step",
+            Box::new(|s, k, v, b| delta_rule_step(s, k, v, b).map(|_| ())),
+        ),
+        (
+            "gated_rule_step",
+            Box::new(|s, k, v, b| gated_rule_step(s, k, v, b)),
+        ),
+        (
+            "decayed_write_step",
+            Box::new(|s, k, v, a| decayed_write_step(s, k, v, a)),
+        ),
+        (
+            "rule_step",
+            Box::new(move |s, k, v, b| {
+                rule_step(s, k, v, &alpha, b, 1.0)?;
+                rule_step(s, k, v, &Array1::ones(4), b, 1.0) // a gate too many
+                    .map(|_| panic!("four gates for three features"))
+                    .or(Ok(()))
+            }),
+        ),
+        (
+            "gradient steps",
+            Box::new(|s, k, v, b| {
+                let g = regression_gradient(s, k, v)?;
+                gradient_step(s, &g, b)?;
+                let g = linear_loss_gradient(s, k, v)?;
+                gradient_step(s, &g, b)?;
+                gated_delta_as_two_steps(s, k, v, 0.9, b)?;
+                implicit_step(s, k, v, b)
+            }),
+        ),
+        (
+            "delta_product_step",
+            Box::new(|s, k, v, b| {
+                let keys = k.view().insert_axis(ndarray::Axis(0));
+                let values = v.view().insert_axis(ndarray::Axis(0));
+                let betas = Array1::from_elem(1, b);
+                householder_product(&keys, &betas)?;
+                delta_product_step(s, &keys, &values, &betas)
+            }),
+        ),
+        (
+            "AffineStep",
+            Box::new(|s, k, v, b| {
+                use ndarray::Axis;
+                let outer = |a: &Array1<f64>, c: &Array1<f64>| {
+                    a.view()
+                        .insert_axis(Axis(1))
+                        .dot(&c.view().insert_axis(Axis(0)))
+                };
+                let step = AffineStep {
+                    h: Array2::eye(k.len()) * b - outer(k, k), // I b − k kᵀ
+                    b: outer(v, k),                            // v kᵀ
+                };
+                *s = step.then(&step)?.apply(s)?;
+                Ok(())
+            }),
+        ),
+    ];
+    let mut nan_k = k.clone();
+    nan_k[1] = f64::NAN;
+    let bad = [
+        ("k too long", Array1::zeros(p + 1), v.clone(), 0.5),
+        ("v too short", k.clone(), Array1::zeros(m - 1), 0.5),
+        ("NaN in k", nan_k, v.clone(), 0.5),
+        ("infinite number", k.clone(), v.clone(), f64::INFINITY),
+    ];
+    for (name, step) in &steps {
+        let mut s = start.clone();
+        step(&mut s, &k, &v, 0.5).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(s.iter().all(|x| x.is_finite()), "{name}");
+        for (what, k, v, x) in &bad {
+            if *name == "fast_weight_write" && what.starts_with("infinite") {
+                continue; // it takes no number
+            }
+            let mut s = start.clone();
+            let err = step(&mut s, k, v, *x);
+            assert!(err.is_err(), "{name}, {what}: no error");
+            assert_eq!(s, start, "{name}, {what}: wrote before refusing");
+        }
+    }
+    // Sum normalisation: features with no positive sum are an error.
+    for x in [[0.0, 0.0], [-1.0, 0.5], [f64::NAN, 1.0]] {
+        assert!(sum_normalise(&Array1::from_vec(x.to_vec())).is_err());
+    }
+}

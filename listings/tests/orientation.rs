@@ -88,7 +88,7 @@ fn every_memory_is_values_by_features_written_v_phi_k_and_read_s_phi_q() {
             let delta =
                 delta_rule_recurrent(&phi_q, &phi_k, &v, &beta).unwrap();
             assert_eq!(delta.memory.dim(), (m, p));
-            let q_bar = sum_normalise(&phi_q.row(n - 1));
+            let q_bar = sum_normalise(&phi_q.row(n - 1)).unwrap();
             close(delta.output.row(n - 1), delta.memory.dot(&q_bar).view());
             // ... and its chunkwise form, which hands back the same memory.
             let chunked =

@@ -7,7 +7,9 @@
 //! (m, p), values by features, as everywhere in the book. Every rule here
 //! reads y_t = S_t q_t, with no denominator, as the published models do.
 
-use crate::input::{InputError, check_chunk, check_qkv, finite};
+use crate::input::{
+    InputError, check_chunk, check_qkv, check_write, finite, finite_number,
+};
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::paper::delta_rule::forward_substitution;
 use crate::random::{BookRng, randn, seeded};
@@ -236,10 +238,14 @@ pub fn rule_step(
     alpha: &ArrayRef1<f64>,
     beta: f64,
     omega: f64,
-) {
+) -> Result<(), InputError> {
+    check_write(memory, v, k)?;
+    check_write(memory, v, alpha)?; // one gate per feature
+    finite_number("beta", beta)?;
+    finite_number("omega", omega)?;
     *memory *= &alpha.view().insert_axis(Axis(0)); // column j times α_j
     let u = &v.view() * omega - memory.dot(k) * beta; // what is written
-    fast_weight_write(memory, &u, k);
+    fast_weight_write(memory, &u, k)
 }
 // ANCHOR_END: rule_step
 
@@ -259,7 +265,7 @@ pub fn rule_recurrent(
     for t in 0..n {
         let alpha = c.log_alpha.row(t).mapv(f64::exp);
         let (beta, omega) = (c.beta[t], c.omega[t]);
-        rule_step(&mut memory, &k.row(t), &v.row(t), &alpha, beta, omega);
+        rule_step(&mut memory, &k.row(t), &v.row(t), &alpha, beta, omega)?;
         output.row_mut(t).assign(&memory.dot(&q.row(t))); // read
     }
     let (output, memory) = (finite("Y", output)?, finite("W", memory)?);
@@ -487,7 +493,8 @@ pub fn fading_signal(
         .map(|t| {
             let alpha = c.log_alpha.row(t).mapv(f64::exp);
             let omega = if t == 0 { c.omega[0] } else { 0.0 }; // only v₁ k₁ᵀ
-            rule_step(&mut w, &k.row(t), &v.row(t), &alpha, c.beta[t], omega);
+            rule_step(&mut w, &k.row(t), &v.row(t), &alpha, c.beta[t], omega)
+                .expect("the study's own shapes agree");
             v.row(0).dot(&w.dot(&k.row(0))) / c.omega[0] // share of v₁ at k₁
         })
         .collect()

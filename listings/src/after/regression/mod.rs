@@ -11,7 +11,8 @@
 //! values V: (N, m).
 
 use crate::input::{
-    InputError, finite, nonempty_finite, normaliser, same_rows,
+    InputError, check_write, finite, finite_number, nonempty_finite,
+    normaliser, same_cols, same_rows,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::m3::feature_map::recall::best_memory;
@@ -25,8 +26,9 @@ pub fn linear_loss(
     memory: &ArrayRef2<f64>,
     k: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
-) -> f64 {
-    -v.dot(&memory.dot(k))
+) -> Result<f64, InputError> {
+    check_write(memory, v, k)?;
+    Ok(-v.dot(&memory.dot(k)))
 }
 
 // ANCHOR: linear_loss_gradient
@@ -36,10 +38,10 @@ pub fn linear_loss_gradient(
     memory: &ArrayRef2<f64>,
     k: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
-) -> Array2<f64> {
+) -> Result<Array2<f64>, InputError> {
     let mut gradient = Array2::zeros(memory.raw_dim());
-    fast_weight_write(&mut gradient, &v.mapv(|x| -x), k); // −v kᵀ
-    gradient
+    fast_weight_write(&mut gradient, &v.mapv(|x| -x), k)?; // −v kᵀ
+    Ok(gradient)
 }
 // ANCHOR_END: linear_loss_gradient
 
@@ -63,8 +65,13 @@ pub fn gradient_step(
     memory: &mut Array2<f64>,
     gradient: &ArrayRef2<f64>,
     beta: f64,
-) {
+) -> Result<(), InputError> {
+    let rule = "a gradient has the memory's shape";
+    same_rows(("memory", memory), ("gradient", gradient), rule)?;
+    same_cols(("memory", memory), ("gradient", gradient), rule)?;
+    finite_number("beta", beta)?;
     memory.scaled_add(-beta, gradient);
+    Ok(())
 }
 // ANCHOR_END: gradient_step
 
@@ -78,11 +85,11 @@ pub fn gated_delta_as_two_steps(
     v: &ArrayRef1<f64>,
     alpha: f64,
     beta: f64,
-) {
+) -> Result<(), InputError> {
     let forget = forgetting_gradient(memory, alpha);
-    gradient_step(memory, &forget, 1.0); // S' = α S
-    let regress = regression_gradient(memory, k, v);
-    gradient_step(memory, &regress, beta); // S' − β (S' k − v) kᵀ
+    gradient_step(memory, &forget, 1.0)?; // S' = α S
+    let regress = regression_gradient(memory, k, v)?;
+    gradient_step(memory, &regress, beta) // S' − β (S' k − v) kᵀ
 }
 // ANCHOR_END: gated_delta_as_two_steps
 
@@ -96,9 +103,10 @@ pub fn implicit_step(
     k: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
     beta: f64,
-) {
+) -> Result<(), InputError> {
     let strength = beta / (1.0 + beta * k.dot(k));
-    delta_rule_step(memory, k, v, strength);
+    delta_rule_step(memory, k, v, strength)?;
+    Ok(())
 }
 // ANCHOR_END: implicit_step
 
@@ -181,17 +189,19 @@ pub fn one_step_memory(
     for (k, v) in k.rows().into_iter().zip(v.rows()) {
         match rule {
             OneStep::Sum => {
-                let gradient = linear_loss_gradient(&memory, &k, &v);
-                gradient_step(&mut memory, &gradient, 1.0);
+                let gradient = linear_loss_gradient(&memory, &k, &v)?;
+                gradient_step(&mut memory, &gradient, 1.0)?;
             }
             OneStep::Delta(beta) => {
-                let gradient = regression_gradient(&memory, &k, &v);
-                gradient_step(&mut memory, &gradient, beta);
+                let gradient = regression_gradient(&memory, &k, &v)?;
+                gradient_step(&mut memory, &gradient, beta)?;
             }
             OneStep::GatedDelta { alpha, beta } => {
-                gated_delta_as_two_steps(&mut memory, &k, &v, alpha, beta);
+                gated_delta_as_two_steps(&mut memory, &k, &v, alpha, beta)?;
             }
-            OneStep::Implicit(beta) => implicit_step(&mut memory, &k, &v, beta),
+            OneStep::Implicit(beta) => {
+                implicit_step(&mut memory, &k, &v, beta)?
+            }
         }
     }
     finite("S", memory)

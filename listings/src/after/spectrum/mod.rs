@@ -10,7 +10,7 @@
 //! Shapes: the memory S: (m, p), values by features, as everywhere in the
 //! book; keys k: (p), values v: (m).
 
-use crate::input::{InputError, finite, nonempty_finite, same_cols};
+use crate::input::{InputError, finite, nonempty_finite, same_cols, same_rows};
 use crate::paper::delta_rule::{delta_rule_step, delta_transition};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
@@ -66,7 +66,7 @@ pub fn parity_reads(
     let mut reads = Array1::zeros(bits.len());
     for (t, &bit) in bits.iter().enumerate() {
         let strength = beta * f64::from(bit); // β on a 1, nothing on a 0
-        delta_rule_step(&mut memory, key, &one, strength);
+        delta_rule_step(&mut memory, key, &one, strength)?;
         reads[t] = memory.dot(key)[0];
     }
     finite("y", reads)
@@ -80,12 +80,13 @@ pub fn parity_reads(
 pub fn householder_product(
     keys: &ArrayRef2<f64>,
     betas: &ArrayRef1<f64>,
-) -> Array2<f64> {
+) -> Result<Array2<f64>, InputError> {
+    one_strength_per_key(keys, betas)?;
     let mut h = Array2::eye(keys.ncols());
     for (k, &beta) in keys.rows().into_iter().zip(betas) {
-        h = h.dot(&delta_transition(&k, beta)); // the steps in order
+        h = h.dot(&delta_transition(&k, beta)?); // the steps in order
     }
-    h
+    Ok(h)
 }
 // ANCHOR_END: householder_product
 
@@ -98,13 +99,25 @@ pub fn delta_product_step(
     keys: &ArrayRef2<f64>,
     values: &ArrayRef2<f64>,
     betas: &ArrayRef1<f64>,
-) {
+) -> Result<(), InputError> {
+    one_strength_per_key(keys, betas)?;
+    same_rows(("keys", keys), ("values", values), "one value per key")?;
     for ((k, v), &beta) in keys.rows().into_iter().zip(values.rows()).zip(betas)
     {
-        delta_rule_step(memory, &k, &v, beta);
+        delta_rule_step(memory, &k, &v, beta)?;
     }
+    Ok(())
 }
 // ANCHOR_END: delta_product_step
+
+/// As many write strengths as keys: keys: (n_h, p), betas: (n_h).
+fn one_strength_per_key(
+    keys: &ArrayRef2<f64>,
+    betas: &ArrayRef1<f64>,
+) -> Result<(), InputError> {
+    let column = betas.view().insert_axis(Axis(1)); // (n_h, 1)
+    same_rows(("keys", keys), ("betas", &column), "one strength per key")
+}
 
 // ANCHOR: delta_product_recurrent
 /// DeltaProduct over a sequence from S_0 = 0: token t takes the n_h rows
@@ -126,7 +139,7 @@ pub fn delta_product_recurrent(
         let keys = k.slice(s![rows.clone(), ..]);
         let values = v.slice(s![rows.clone(), ..]);
         let betas = beta.slice(s![rows]);
-        delta_product_step(&mut memory, &keys, &values, &betas);
+        delta_product_step(&mut memory, &keys, &values, &betas)?;
         output.row_mut(t).assign(&memory.dot(&q.row(t))); // read
     }
     finite("Y", output)

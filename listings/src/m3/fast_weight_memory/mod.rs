@@ -13,7 +13,8 @@ pub mod study;
 
 use crate::causal::causal_scores;
 use crate::input::{
-    InputError, check_features, check_qkv, finite, normaliser, normalisers,
+    InputError, check_features, check_qkv, check_write, finite, normaliser,
+    normalisers,
 };
 use crate::m3::attention::{Projections, Qkv, unit_rows, walkthrough};
 use crate::phi::elu_plus_one;
@@ -26,10 +27,12 @@ pub fn fast_weight_write(
     memory: &mut Array2<f64>,
     v: &ArrayRef1<f64>,
     k: &ArrayRef1<f64>,
-) {
+) -> Result<(), InputError> {
+    check_write(memory, v, k)?; // the shapes agree, v and k are finite
     let column = v.view().insert_axis(Axis(1)); // v as (m, 1)
     let row = k.view().insert_axis(Axis(0)); // kᵀ as (1, p)
     *memory += &column.dot(&row);
+    Ok(())
 }
 // ANCHOR_END: fast_weight_write
 
@@ -49,7 +52,7 @@ pub fn linear_attention_recurrent(
     let mut z = Array1::zeros(p); // z_0 = 0
     let mut o = Array2::zeros((n, m));
     for t in 0..n {
-        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // write
+        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t))?; // write
         z += &phi_k.row(t);
         let phi_q_t = phi_q.row(t);
         let den = normaliser("z_tᵀφ(q_t)", t, z.dot(&phi_q_t))?; // > 0
@@ -104,7 +107,7 @@ pub fn fast_weight_loop(
     let mut memory = Array2::zeros((v.ncols(), k.ncols())); // S: (m, d)
     let mut y = Array2::zeros((q.nrows(), v.ncols()));
     for t in 0..q.nrows() {
-        fast_weight_write(&mut memory, &v.row(t), &k.row(t)); // program
+        fast_weight_write(&mut memory, &v.row(t), &k.row(t))?; // program
         y.row_mut(t).assign(&memory.dot(&q.row(t))); // run
     }
     finite("Y", y)

@@ -48,10 +48,10 @@ pub fn memory_trace(
     same_rows(("phi_k", phi_k), ("v", v), "each key has one value")?;
     let mut s = Array2::zeros((v.ncols(), phi_k.ncols()));
     let trace = phi_k.rows().into_iter().zip(v.rows()).map(|(k, v)| {
-        fast_weight_write(&mut s, &v, &k);
-        s.clone()
+        fast_weight_write(&mut s, &v, &k)?;
+        Ok(s.clone())
     });
-    Ok(trace.collect())
+    trace.collect()
 }
 
 /// What the chapter prints about the running example.

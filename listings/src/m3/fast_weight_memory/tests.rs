@@ -23,14 +23,15 @@ const LENGTHS: [usize; 12] = [1, 2, 3, 5, 12, 17, 63, 64, 65, 255, 1000, 2000];
 #[test]
 fn fast_weight_write_adds_one_outer_product() {
     let mut memory = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
-    fast_weight_write(&mut memory, &array![10.0, -1.0], &array![1., 0., 2.]);
+    fast_weight_write(&mut memory, &array![10.0, -1.0], &array![1., 0., 2.])
+        .unwrap();
     assert_eq!(memory, array![[11.0, 2.0, 23.0], [3.0, 5.0, 4.0]]);
     // Reading the written key returns v scaled by ‖k‖², plus the rest.
     for seed in 0..5 {
         let mut rng = seeded(seed);
         let (v, k) = (randn(&mut rng, 1, 6), randn(&mut rng, 1, 4));
         let mut m = Array2::zeros((6, 4));
-        fast_weight_write(&mut m, &v.row(0), &k.row(0));
+        fast_weight_write(&mut m, &v.row(0), &k.row(0)).unwrap();
         let read = m.dot(&k.row(0));
         let want = &v.row(0) * k.row(0).dot(&k.row(0));
         assert_relative_eq!(read, want, max_relative = 1e-12);

@@ -170,7 +170,7 @@ pub fn linear_attention_backward(
     };
     let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
     for t in 0..n {
-        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)); // S_t
+        fast_weight_write(&mut s, &v.row(t), &phi_k.row(t))?; // S_t
         z += &phi_k.row(t); // z_t
         let (g_bar, c) = pull(&s, &z, t)?;
         let grad_q = s.t().dot(&g_bar) + &z * c;
@@ -179,12 +179,12 @@ pub fn linear_attention_backward(
     let (mut r_mat, mut r) = (Array2::zeros((m, p)), Array1::zeros(p));
     for t in (0..n).rev() {
         let (g_bar, c) = pull(&s, &z, t)?; // S, z are S_t, z_t here
-        fast_weight_write(&mut r_mat, &g_bar, &phi_q.row(t)); // R += ḡ φ(q)ᵀ
+        fast_weight_write(&mut r_mat, &g_bar, &phi_q.row(t))?; // R += ḡ φ(q)ᵀ
         r.scaled_add(c, &phi_q.row(t)); // r += c φ(q)
         let grad_k = r_mat.t().dot(&v.row(t)) + &r;
         grads.phi_k.row_mut(t).assign(&grad_k);
         grads.v.row_mut(t).assign(&r_mat.dot(&phi_k.row(t)));
-        fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t)); // undo
+        fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t))?; // undo
         z -= &phi_k.row(t);
     }
     Ok(Gradients {
@@ -217,20 +217,45 @@ pub struct AffineStep {
 
 impl AffineStep {
     /// S ↦ S H + B. s: (m, p).
-    pub fn apply(&self, s: &ArrayRef2<f64>) -> Array2<f64> {
-        s.dot(&self.h) + &self.b
+    pub fn apply(&self, s: &ArrayRef2<f64>) -> Result<Array2<f64>, InputError> {
+        self.fits(s.dim())?; // H: (p, p), B: (m, p), both finite
+        nonempty_finite("S", s)?;
+        finite("S H + B", s.dot(&self.h) + &self.b)
     }
 
     /// This step, then `next`: S ↦ (S H₁ + B₁) H₂ + B₂, which is one
     /// step again, with transition H₁ H₂ and input B₁ H₂ + B₂.
-    pub fn then(&self, next: &AffineStep) -> AffineStep {
-        AffineStep {
-            h: self.h.dot(&next.h),
-            b: self.b.dot(&next.h) + &next.b,
-        }
+    pub fn then(&self, next: &AffineStep) -> Result<AffineStep, InputError> {
+        self.fits(self.b.dim())?;
+        next.fits(self.b.dim())?; // both steps act on states (m, p)
+        Ok(AffineStep {
+            h: finite("H₁ H₂", self.h.dot(&next.h))?,
+            b: finite("B₁ H₂ + B₂", self.b.dot(&next.h) + &next.b)?,
+        })
     }
 }
 // ANCHOR_END: affine_step
+
+impl AffineStep {
+    /// Whether this step acts on states of shape (m, p): H: (p, p) and
+    /// B: (m, p), both finite; an error naming the operand if not.
+    pub fn fits(&self, (m, p): (usize, usize)) -> Result<(), InputError> {
+        nonempty_finite("H", &self.h)?;
+        nonempty_finite("B", &self.b)?;
+        let rule = "a state S: (m, p) takes a step with H: (p, p), B: (m, p)";
+        for (name, a, want) in [("H", &self.h, (p, p)), ("B", &self.b, (m, p))]
+        {
+            if a.dim() != want {
+                return Err(InputError::ShapeMismatch {
+                    left: (name, [a.nrows(), a.ncols()]),
+                    right: ("S", [m, p]),
+                    rule,
+                });
+            }
+        }
+        Ok(())
+    }
+}
 
 // ANCHOR: affine_chunkwise
 /// Run an affine recurrence from S_0 in chunks of `chunk` steps: fold each
@@ -248,8 +273,8 @@ pub fn affine_chunkwise(
     for group in steps.chunks(chunk) {
         let folded = group[1..]
             .iter()
-            .fold(group[0].clone(), |acc, step| acc.then(step));
-        state = folded.apply(&state); // one step per chunk
+            .try_fold(group[0].clone(), |acc, step| acc.then(step))?;
+        state = folded.apply(&state)?; // one step per chunk
         states.push(finite("S", state.clone())?);
     }
     Ok(states)

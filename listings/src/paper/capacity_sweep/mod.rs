@@ -17,6 +17,10 @@ use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2};
 use rand::Rng;
 
+/// Why a write of this module cannot fail: it makes its own operands,
+/// with shapes that agree and finite entries.
+const SHAPES: &str = "the operands are made here, with shapes that agree";
+
 pub mod study;
 
 /// Width of the keys before the feature map.
@@ -40,7 +44,7 @@ pub fn delta_rule_recall(
     let mut memory = Array2::zeros((values.ncols(), keys.ncols()));
     for _ in 0..passes {
         for (k, v) in keys.rows().into_iter().zip(values.rows()) {
-            delta_rule_step(&mut memory, &k, &v, 1.0);
+            delta_rule_step(&mut memory, &k, &v, 1.0)?;
         }
     }
     finite(
@@ -94,8 +98,9 @@ pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
             &mut sum,
             &v,
             &keys.row(i),
-        );
-        delta_rule_step(&mut delta, &keys.row(i), &v, 1.0);
+        )
+        .expect(SHAPES);
+        delta_rule_step(&mut delta, &keys.row(i), &v, 1.0).expect(SHAPES);
         last[i] = Some(v);
     }
     let written: Vec<usize> = (0..n).filter(|&i| last[i].is_some()).collect();

@@ -147,7 +147,7 @@ fn when_keys_repeat_the_delta_rule_beats_the_sum_rule() {
         let mut last = vec![];
         for t in 0..8 {
             let v = randn(&mut rng, 1, 3).row(0).to_owned();
-            delta_rule_step(&mut w, &keys.row(t % 4), &v, 1.0);
+            delta_rule_step(&mut w, &keys.row(t % 4), &v, 1.0).unwrap();
             if t >= 4 {
                 last.push(v);
             }

@@ -12,14 +12,13 @@
 //! features, as everywhere in the book: written with v k̄ᵀ, read S q̄.
 
 use crate::causal::causal_scores;
-use crate::input::same_rows;
 use crate::input::{
     Entry, InputError, check_chunk, check_qkv, finite, nonempty_finite,
     positive_row_sums, same_cols,
 };
+use crate::input::{check_write, finite_number, normaliser, same_rows};
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::m3::schedules::{AffineStep, check_grad_o};
-use crate::phi::map_rows;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 pub mod study;
@@ -27,15 +26,21 @@ pub mod study;
 // ANCHOR: sum_normalise
 /// Sum normalisation, k̄ = φ(k) / Σ_i φ(k)_i: non-negative features become
 /// weights that sum to 1. x: (p), with a positive, finite sum.
-pub fn sum_normalise(x: &ArrayRef1<f64>) -> Array1<f64> {
-    let total = x.sum();
-    assert!(
-        total > 0.0 && total.is_finite(),
-        "sum normalisation needs features with a positive sum, got {total}"
-    );
-    x.mapv(|f| f / total)
+pub fn sum_normalise(x: &ArrayRef1<f64>) -> Result<Array1<f64>, InputError> {
+    let total = normaliser("the sum of the features", 0, x.sum())?; // > 0
+    Ok(x.mapv(|f| f / total))
 }
 // ANCHOR_END: sum_normalise
+
+/// `sum_normalise` of every row: x: (N, p), each row with a positive,
+/// finite sum.
+pub fn sum_normalise_rows(
+    x: &ArrayRef2<f64>,
+) -> Result<Array2<f64>, InputError> {
+    positive_row_sums("the features", x)?;
+    let sums = x.sum_axis(Axis(1)).insert_axis(Axis(1)); // (N, 1)
+    Ok(x.to_owned() / &sums)
+}
 
 // ANCHOR: write_strength
 /// The write strength β_t = σ(w_βᵀ x_t) ∈ (0, 1), one per token, computed
@@ -61,11 +66,13 @@ pub fn delta_rule_step(
     k_bar: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
     beta: f64,
-) -> Array1<f64> {
+) -> Result<Array1<f64>, InputError> {
+    check_write(memory, v, k_bar)?;
+    finite_number("beta", beta)?;
     let v_bar = memory.dot(k_bar); // what is stored for this key now
     let correction = (&v.view() - &v_bar) * beta;
-    fast_weight_write(memory, &correction, k_bar); // add β (v − v̄) k̄ᵀ
-    v_bar
+    fast_weight_write(memory, &correction, k_bar)?; // add β (v − v̄) k̄ᵀ
+    Ok(v_bar)
 }
 // ANCHOR_END: delta_rule_step
 
@@ -76,11 +83,12 @@ pub fn regression_gradient(
     memory: &ArrayRef2<f64>,
     k_bar: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
-) -> Array2<f64> {
-    let error = memory.dot(k_bar) - v; // what the read gets wrong
+) -> Result<Array2<f64>, InputError> {
+    check_write(memory, v, k_bar)?;
+    let error = finite("S k̄ − v", memory.dot(k_bar) - v)?; // the read's error
     let mut gradient = Array2::zeros(memory.raw_dim());
-    fast_weight_write(&mut gradient, &error, k_bar); // (S k̄ − v) k̄ᵀ
-    gradient
+    fast_weight_write(&mut gradient, &error, k_bar)?; // (S k̄ − v) k̄ᵀ
+    Ok(gradient)
 }
 // ANCHOR_END: regression_gradient
 
@@ -89,18 +97,23 @@ pub fn regression_loss(
     memory: &ArrayRef2<f64>,
     k_bar: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
-) -> f64 {
+) -> Result<f64, InputError> {
+    check_write(memory, v, k_bar)?;
     let error = memory.dot(k_bar) - v;
-    0.5 * error.dot(&error)
+    Ok(0.5 * error.dot(&error))
 }
 
 // ANCHOR: delta_transition
 /// The delta rule's transition H = I − β k̄ k̄ᵀ, with which one write is
 /// S_t = S_{t−1} H + β v k̄ᵀ. k_bar: (p); returns H: (p, p).
-pub fn delta_transition(k_bar: &ArrayRef1<f64>, beta: f64) -> Array2<f64> {
+pub fn delta_transition(
+    k_bar: &ArrayRef1<f64>,
+    beta: f64,
+) -> Result<Array2<f64>, InputError> {
+    finite_number("beta", beta)?;
     let mut h = Array2::eye(k_bar.len());
-    fast_weight_write(&mut h, &k_bar.mapv(|x| -beta * x), k_bar);
-    h
+    fast_weight_write(&mut h, &k_bar.mapv(|x| -beta * x), k_bar)?;
+    Ok(h)
 }
 // ANCHOR_END: delta_transition
 
@@ -112,9 +125,11 @@ pub fn gated_rule_step(
     k: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
     beta: f64,
-) {
+) -> Result<(), InputError> {
+    check_write(memory, v, k)?;
+    finite_number("beta", beta)?;
     *memory *= 1.0 - beta; // every association fades ...
-    fast_weight_write(memory, &v.mapv(|x| x * beta), k); // ... v kᵀ comes in
+    fast_weight_write(memory, &v.mapv(|x| x * beta), k) // ... v kᵀ comes in
 }
 // ANCHOR_END: gated_rule_step
 
@@ -127,9 +142,11 @@ pub fn decayed_write_step(
     k: &ArrayRef1<f64>,
     v: &ArrayRef1<f64>,
     a: f64,
-) {
+) -> Result<(), InputError> {
+    check_write(memory, v, k)?;
+    finite_number("a", a)?;
     *memory *= a; // every association fades by a ...
-    fast_weight_write(memory, v, k); // ... and v kᵀ is added at full strength
+    fast_weight_write(memory, v, k) // ... and v kᵀ is added at full strength
 }
 // ANCHOR_END: decayed_write_step
 
@@ -156,9 +173,9 @@ pub fn delta_rule_recurrent(
     let mut memory = Array2::zeros((m, p));
     let mut output = Array2::zeros((n, m));
     for t in 0..n {
-        let k_bar = sum_normalise(&phi_k.row(t));
-        delta_rule_step(&mut memory, &k_bar, &v.row(t), beta[t]); // write
-        let q_bar = sum_normalise(&phi_q.row(t));
+        let k_bar = sum_normalise(&phi_k.row(t))?;
+        delta_rule_step(&mut memory, &k_bar, &v.row(t), beta[t])?; // write
+        let q_bar = sum_normalise(&phi_q.row(t))?;
         output.row_mut(t).assign(&memory.dot(&q_bar)); // read
     }
     let (output, memory) = (finite("Y", output)?, finite("S", memory)?);
@@ -248,10 +265,8 @@ pub fn delta_rule_chunkwise(
     check_delta(phi_q, phi_k, v, beta)?;
     check_chunk(chunk)?;
     let (n, p, m) = (phi_k.nrows(), phi_k.ncols(), v.ncols());
-    let (k_all, q_all) = (
-        map_rows(phi_k, sum_normalise),
-        map_rows(phi_q, sum_normalise),
-    );
+    let (k_all, q_all) =
+        (sum_normalise_rows(phi_k)?, sum_normalise_rows(phi_q)?);
     let mut memory = Array2::<f64>::zeros((m, p));
     let mut output = Array2::zeros((n, m));
     for start in (0..n).step_by(chunk) {
@@ -301,7 +316,7 @@ pub fn delta_rule_backward(
     let mut s = Array2::zeros((m, p));
     let mut inserted = Array2::zeros((n, m)); // u_t, one row per token
     for t in 0..n {
-        let v_bar = delta_rule_step(&mut s, &k_bar.row(t), &v.row(t), beta[t]);
+        let v_bar = delta_rule_step(&mut s, &k_bar.row(t), &v.row(t), beta[t])?;
         inserted
             .row_mut(t)
             .assign(&((&v.row(t) - &v_bar) * beta[t]));
@@ -316,15 +331,15 @@ pub fn delta_rule_backward(
     for t in (0..n).rev() {
         let (k, u, g) = (k_bar.row(t), inserted.row(t), grad_y.row(t));
         grads.q_bar.row_mut(t).assign(&s.t().dot(&g)); // y_t = S_t q̄_t
-        fast_weight_write(&mut d, &g, &q_bar.row(t)); // D += g_t q̄_tᵀ
-        fast_weight_write(&mut s, &(-&u), &k); // undo: S is S_{t−1}
+        fast_weight_write(&mut d, &g, &q_bar.row(t))?; // D += g_t q̄_tᵀ
+        fast_weight_write(&mut s, &(-&u), &k)?; // undo: S is S_{t−1}
         let grad_u = d.dot(&k); // ∂L/∂u_t
         let v_bar = s.dot(&k);
         grads.v.row_mut(t).assign(&(&grad_u * beta[t]));
         grads.beta[t] = grad_u.dot(&(&v.row(t) - &v_bar));
         let grad_k = d.t().dot(&u) - s.t().dot(&grad_u) * beta[t];
         grads.k_bar.row_mut(t).assign(&grad_k);
-        fast_weight_write(&mut d, &(&grad_u * -beta[t]), &k); // D H_t
+        fast_weight_write(&mut d, &(&grad_u * -beta[t]), &k)?; // D H_t
     }
     Ok(DeltaGradients {
         q_bar: finite("∂q̄", grads.q_bar)?,

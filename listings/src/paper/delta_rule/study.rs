@@ -11,6 +11,10 @@ use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::table::Table;
 use ndarray::{Array1, Array2};
 
+/// Why a write of this module cannot fail: it makes its own operands,
+/// with shapes that agree and finite entries.
+const SHAPES: &str = "the operands are made here, with shapes that agree";
+
 /// The write strengths of the printed Appendix A study.
 pub const APPENDIX_A_BETAS: [f64; 4] = [0.0, 0.3, 0.7, 1.0];
 
@@ -67,21 +71,21 @@ pub fn appendix_a_study(betas: &[f64], seed: u64) -> Vec<AppendixARow> {
     let (k1, k2) = (keys.row(0), keys.row(1));
     let (v1, v2, v3) = (values.row(0), values.row(1), values.row(2));
     let mut memory = Array2::zeros((4, 8));
-    fast_weight_write(&mut memory, &v1, &k1);
-    fast_weight_write(&mut memory, &v2, &k2);
+    fast_weight_write(&mut memory, &v1, &k1).expect(SHAPES);
+    fast_weight_write(&mut memory, &v2, &k2).expect(SHAPES);
     let gap = |w: &Array2<f64>, k, v: &Array1<f64>| {
         crate::linalg::norm(&(&w.dot(k) - v))
     };
     let mut sum = memory.clone();
-    fast_weight_write(&mut sum, &v3, &k2);
+    fast_weight_write(&mut sum, &v3, &k2).expect(SHAPES);
     betas
         .iter()
         .map(|&beta| {
             let target = &v2 * (1.0 - beta) + &v3 * beta;
             let mut delta = memory.clone();
-            delta_rule_step(&mut delta, &k2, &v3, beta);
+            delta_rule_step(&mut delta, &k2, &v3, beta).expect(SHAPES);
             let mut gated = memory.clone();
-            gated_rule_step(&mut gated, &k2, &v3, beta);
+            gated_rule_step(&mut gated, &k2, &v3, beta).expect(SHAPES);
             AppendixARow {
                 beta,
                 delta_rewritten: gap(&delta, &k2, &target),
@@ -223,12 +227,12 @@ pub fn rewrite_one_key(m: usize, p: usize, key: usize, seed: u64) -> Rewrite {
         |j: usize| Array1::from_shape_fn(p, |i| f64::from(u8::from(i == j)));
     let mut before = Array2::zeros((m, p));
     for (j, v) in values.rows().into_iter().enumerate() {
-        fast_weight_write(&mut before, &v, &e(j)); // S += v_j e_jᵀ
+        fast_weight_write(&mut before, &v, &e(j)).expect(SHAPES); // S += v_j e_jᵀ
     }
     let mut after_sum = before.clone();
-    fast_weight_write(&mut after_sum, &new_value, &e(key)); // adds
+    fast_weight_write(&mut after_sum, &new_value, &e(key)).expect(SHAPES); // adds
     let mut after_delta = before.clone();
-    delta_rule_step(&mut after_delta, &e(key), &new_value, 1.0); // replaces
+    delta_rule_step(&mut after_delta, &e(key), &new_value, 1.0).expect(SHAPES); // replaces
     Rewrite {
         key,
         before,

@@ -31,7 +31,7 @@ pub fn fast_weight_programmer_with(
     let mut s = Array2::zeros((v.ncols(), k.ncols())); // S_0 = 0: (m, d)
     let mut y = Array2::zeros((x.nrows(), v.ncols()));
     for t in 0..x.nrows() {
-        fast_weight_write(&mut s, &v.row(t), &k.row(t)); // + v_t k_tᵀ
+        fast_weight_write(&mut s, &v.row(t), &k.row(t))?; // + v_t k_tᵀ
         s.mapv_inplace(&psi); // ψ, entry by entry
         y.row_mut(t).assign(&s.dot(&q.row(t))); // run the fast net
     }

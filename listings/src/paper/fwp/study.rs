@@ -99,10 +99,10 @@ pub fn programmer_step(
     let Qkv { q, k, v } = slow.project(&x)?; // the slow net
     let mut before = Array2::zeros((v.ncols(), k.ncols())); // S_0 = 0
     for j in 0..t {
-        fast_weight_write(&mut before, &v.row(j), &k.row(j));
+        fast_weight_write(&mut before, &v.row(j), &k.row(j))?;
     }
     let mut write = Array2::zeros(before.raw_dim());
-    fast_weight_write(&mut write, &v.row(t), &k.row(t)); // v_t k_tᵀ
+    fast_weight_write(&mut write, &v.row(t), &k.row(t))?; // v_t k_tᵀ
     let after = &before + &write;
     let y = after.dot(&q.row(t)); // the fast net, run on the query
     Ok(ProgrammerStep {

@@ -510,15 +510,21 @@ pub fn delta_read<'a>(
 ) -> Read<'a> {
     let fk: Vec<Array1<f64>> =
         keys.iter().map(|k| phi_forward(phi, k, omega)).collect();
-    let kb: Vec<Array1<f64>> = fk.iter().map(|f| sum_normalise(f)).collect();
+    // The model's features come from its own maps; a feature vector with
+    // no positive sum is a defect of the model, not of a reader's input.
+    let normalise = |f: &Array1<f64>| {
+        sum_normalise(f).expect("the model's features have a positive sum")
+    };
+    let kb: Vec<Array1<f64>> = fk.iter().map(normalise).collect();
     let fq = phi_forward(phi, q, omega);
-    let qb = sum_normalise(&fq);
+    let qb = normalise(&fq);
     let p = fq.len();
     // S_0 = 0; keep every S_t for the backward pass.
     let mut history = vec![Array2::<f64>::zeros((n, p))];
     for t in 0..keys.len() {
         let mut s = history[t].clone();
-        delta_rule_step(&mut s, &kb[t], &one_hot(n, values[t]), betas[t]);
+        delta_rule_step(&mut s, &kb[t], &one_hot(n, values[t]), betas[t])
+            .expect("the model's shapes agree and its numbers are finite");
         history.push(s);
     }
     let y_hat = history[keys.len()].dot(&qb);

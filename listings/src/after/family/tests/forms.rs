@@ -76,7 +76,7 @@ fn every_rule_is_one_affine_step_per_token() {
                     let mut w = Array2::<f64>::zeros((m, p));
                     let mut y = Array2::<f64>::zeros((n, m));
                     for t in 0..n {
-                        w = table_step(&rule, &ku, &v, t).apply(&w);
+                        w = table_step(&rule, &ku, &v, t).apply(&w).unwrap();
                         y.row_mut(t).assign(&w.dot(&qu.row(t)));
                     }
                     let read = rule_recurrent(&rule, &q, &k, &v).unwrap();
@@ -118,9 +118,10 @@ fn every_rule_is_one_gate_per_feature_one_erase_and_one_write() {
                     let b = outer(&v.row(t), &kt) * c.omega[t];
                     assert_close(&b, &want.b, 1e-13, rule.name());
                     let mut w = randn(&mut seeded(seed + 50), m, p);
-                    let expect = want.apply(&w);
+                    let expect = want.apply(&w).unwrap();
                     let (beta, omega) = (c.beta[t], c.omega[t]);
-                    rule_step(&mut w, &kt, &v.row(t), &alpha, beta, omega);
+                    rule_step(&mut w, &kt, &v.row(t), &alpha, beta, omega)
+                        .unwrap();
                     assert_close(&w, &expect, 1e-12, rule.name());
                 }
             }
@@ -171,7 +172,7 @@ fn with_every_gate_one_the_chunk_is_the_delta_chapters_chunk() {
             let norm = |x: &Array2<f64>| {
                 let mut out = x.clone();
                 for mut r in out.rows_mut() {
-                    let s = sum_normalise(&r.view());
+                    let s = sum_normalise(&r.view()).unwrap();
                     r.assign(&s);
                 }
                 out
@@ -244,7 +245,7 @@ fn the_table_names_each_rules_transition() {
     let (delta, kp) = step(&rules[4], 2);
     let kt = kp.row(2);
     assert!((kt.dot(&kt) - 1.0).abs() < 1e-14, "unit key");
-    let house = crate::paper::delta_rule::delta_transition(&kt, 0.4);
+    let house = crate::paper::delta_rule::delta_transition(&kt, 0.4).unwrap();
     assert_close(&delta.h, &house, 1e-14, "I − β k kᵀ");
     let (gated, _) = step(&rules[5], 2);
     let Rule::GatedDelta { alpha, .. } = &rules[5] else {

@@ -95,13 +95,14 @@ fn undoing_the_writes_recovers_every_earlier_state() {
             let (mut s, mut z) = (Array2::zeros((m, p)), Array1::zeros(p));
             let mut states = vec![(s.clone(), z.clone())];
             for t in 0..n {
-                fast_weight_write(&mut s, &v.row(t), &phi_k.row(t));
+                fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)).unwrap();
                 z += &phi_k.row(t);
                 states.push((s.clone(), z.clone()));
             }
             let scale = 1.0 + s.fold(0.0_f64, |a, &b| a.max(b.abs()));
             for t in (0..n).rev() {
-                fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t));
+                fast_weight_write(&mut s, &(-&v.row(t)), &phi_k.row(t))
+                    .unwrap();
                 z -= &phi_k.row(t);
                 let (s_before, z_before) = &states[t];
                 assert_relative_eq!(s, *s_before, epsilon = 1e-13 * scale);

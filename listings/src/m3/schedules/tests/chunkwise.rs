@@ -183,13 +183,14 @@ fn a_score_times_a_value_is_the_outer_product_times_the_query() {
             let [phi_q, phi_k, v] = random(seed, n, p, m);
             let mut s_t = Array2::<f64>::zeros((m, p));
             for t in 0..n {
-                fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t)).unwrap();
                 let mut by_scores = Array1::<f64>::zeros(m);
                 for j in 0..=t {
                     let score = phi_q.row(t).dot(&phi_k.row(j));
                     let scalar_first = &v.row(j) * score;
                     let mut outer = Array2::<f64>::zeros((m, p));
-                    fast_weight_write(&mut outer, &v.row(j), &phi_k.row(j));
+                    fast_weight_write(&mut outer, &v.row(j), &phi_k.row(j))
+                        .unwrap();
                     let outer_first = outer.dot(&phi_q.row(t));
                     assert_relative_eq!(
                         scalar_first,

@@ -10,7 +10,7 @@ fn write_step(
     let (v, k) = (v.row(t).to_owned(), phi_k.row(t).to_owned());
     move |s| {
         let mut s = s.clone();
-        fast_weight_write(&mut s, &v, &k);
+        fast_weight_write(&mut s, &v, &k).unwrap();
         s
     }
 }
@@ -85,8 +85,8 @@ fn two_affine_steps_are_one_affine_step() {
         for (m, p) in [(1, 1), (3, 4), (5, 8)] {
             let steps = affine_steps(seed, 2, m, p);
             let s = randn(&mut seeded(seed + 50), m, p);
-            let in_turn = steps[1].apply(&steps[0].apply(&s));
-            let folded = steps[0].then(&steps[1]).apply(&s);
+            let in_turn = steps[1].apply(&steps[0].apply(&s).unwrap()).unwrap();
+            let folded = steps[0].then(&steps[1]).unwrap().apply(&s).unwrap();
             assert_relative_eq!(
                 folded,
                 in_turn,
@@ -128,17 +128,20 @@ fn any_affine_recurrence_gives_the_same_states_in_any_chunks() {
                     1 + (randn(&mut rng, 1, 1)[[0, 0]].abs() * 4.0) as usize;
                 let end = (start + len).min(n);
                 let group = &steps[start..end];
-                let folded = group[1..]
-                    .iter()
-                    .fold(group[0].clone(), |acc, step| acc.then(step));
-                state = folded.apply(&state);
+                let folded =
+                    group[1..].iter().fold(group[0].clone(), |acc, step| {
+                        acc.then(step).unwrap()
+                    });
+                state = folded.apply(&state).unwrap();
                 close(&state, &each[end - 1]);
                 start = end;
             }
             // (A then B) then C is A then (B then C).
             if n >= 3 {
-                let left = steps[0].then(&steps[1]).then(&steps[2]);
-                let right = steps[0].then(&steps[1].then(&steps[2]));
+                let left =
+                    steps[0].then(&steps[1]).unwrap().then(&steps[2]).unwrap();
+                let right =
+                    steps[0].then(&steps[1].then(&steps[2]).unwrap()).unwrap();
                 close(&left.h, &right.h);
                 close(&left.b, &right.b);
             }
@@ -166,13 +169,13 @@ fn the_sum_rule_is_the_affine_step_with_the_identity_transition() {
         let mut s = randn(&mut seeded(seed), 3, 4);
         for t in 0..6 {
             let mut b = Array2::zeros((3, 4));
-            fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
+            fast_weight_write(&mut b, &v.row(t), &phi_k.row(t)).unwrap();
             let step = AffineStep {
                 h: Array2::eye(4),
                 b,
             };
-            let want = step.apply(&s);
-            fast_weight_write(&mut s, &v.row(t), &phi_k.row(t));
+            let want = step.apply(&s).unwrap();
+            fast_weight_write(&mut s, &v.row(t), &phi_k.row(t)).unwrap();
             assert_eq!(s, want);
         }
     }
@@ -189,8 +192,8 @@ fn an_affine_steps_jacobian_is_the_same_at_every_state_but_need_not_be_the_ident
             randn(&mut seeded(seed + 1), 3, 4) * 3.0,
             randn(&mut seeded(seed + 2), 3, 4) * 3.0,
         );
-        let j1 = state_jacobian(|s| step.apply(s), &s1, 1e-5);
-        let j2 = state_jacobian(|s| step.apply(s), &s2, 1e-5);
+        let j1 = state_jacobian(|s| step.apply(s).unwrap(), &s1, 1e-5);
+        let j2 = state_jacobian(|s| step.apply(s).unwrap(), &s2, 1e-5);
         assert_relative_eq!(j1, j2, epsilon = 1e-8);
         // Fixed by A alone: ∂S_t[a, b] / ∂S_{t−1}[a', b'] = δ_aa' A[b', b],
         // whatever B is.
@@ -207,7 +210,7 @@ fn an_affine_steps_jacobian_is_the_same_at_every_state_but_need_not_be_the_ident
                 .iter()
                 .any(|x| x.abs() > 1e-3)
         );
-        let squashed = |s: &Array2<f64>| step.apply(s).mapv(f64::tanh);
+        let squashed = |s: &Array2<f64>| step.apply(s).unwrap().mapv(f64::tanh);
         let t1 = state_jacobian(squashed, &s1, 1e-5);
         let t2 = state_jacobian(squashed, &s2, 1e-5);
         assert!((&t1 - &t2).iter().any(|x| x.abs() > 1e-3));
@@ -286,7 +289,8 @@ fn a_decayed_recurrence_is_a_masked_product_with_decay_factors() {
                 let mut recurrent = Array2::<f64>::zeros((n, 3));
                 for (t, &a_t) in factors.iter().enumerate() {
                     s_t *= a_t;
-                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+                    fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t))
+                        .unwrap();
                     recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
                 }
                 let mut scores = phi_q.dot(&phi_k.t());
@@ -334,7 +338,7 @@ fn a_decayed_recurrence_can_be_computed_in_chunks() {
         let mut recurrent = Array2::<f64>::zeros((n, 3));
         for t in 0..n {
             s_t *= a;
-            fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t));
+            fast_weight_write(&mut s_t, &v.row(t), &phi_k.row(t)).unwrap();
             recurrent.row_mut(t).assign(&s_t.dot(&phi_q.row(t)));
         }
         let mut memory = Array2::<f64>::zeros((3, 5));
@@ -361,7 +365,8 @@ fn a_decayed_recurrence_can_be_computed_in_chunks() {
                     &mut memory,
                     &(&vc.row(j) * weight),
                     &k.row(j),
-                );
+                )
+                .unwrap();
             }
         }
         assert_relative_eq!(
@@ -383,7 +388,8 @@ fn folding_writes_gives_the_identity_and_a_plain_sum() {
             let steps: Vec<AffineStep> = (0..n)
                 .map(|t| {
                     let mut b = Array2::zeros((m, p));
-                    fast_weight_write(&mut b, &v.row(t), &phi_k.row(t));
+                    fast_weight_write(&mut b, &v.row(t), &phi_k.row(t))
+                        .unwrap();
                     AffineStep {
                         h: Array2::eye(p),
                         b,
@@ -392,7 +398,7 @@ fn folding_writes_gives_the_identity_and_a_plain_sum() {
                 .collect();
             let folded = steps[1..]
                 .iter()
-                .fold(steps[0].clone(), |acc, step| acc.then(step));
+                .fold(steps[0].clone(), |acc, step| acc.then(step).unwrap());
             assert_eq!(folded.h, Array2::<f64>::eye(p));
             assert_relative_eq!(
                 folded.b,

@@ -2,6 +2,7 @@
 //! representation, the backward pass, bad input, and the printed studies.
 
 use super::*;
+use crate::phi::map_rows;
 
 fn random_layer(
     seed: u64,
@@ -31,9 +32,9 @@ fn the_recurrence_is_one_delta_step_and_one_read_per_token() {
         let read = delta_rule_recurrent(&q, &k, &v, &beta).unwrap();
         let mut w = Array2::zeros((3, 4));
         for t in 0..30 {
-            let k_bar = sum_normalise(&k.row(t));
-            delta_rule_step(&mut w, &k_bar, &v.row(t), beta[t]);
-            let y = w.dot(&sum_normalise(&q.row(t)));
+            let k_bar = sum_normalise(&k.row(t)).unwrap();
+            delta_rule_step(&mut w, &k_bar, &v.row(t), beta[t]).unwrap();
+            let y = w.dot(&sum_normalise(&q.row(t)).unwrap());
             assert_eq!(read.output.row(t), y);
         }
         assert_eq!(read.memory, w);
@@ -66,9 +67,9 @@ fn forward_substitution_solves_identity_plus_strictly_lower() {
 /// One delta-rule write as an affine step: A = I − β k̄ k̄ᵀ, B = β v k̄ᵀ.
 fn delta_step(k: &ArrayRef1<f64>, v: &ArrayRef1<f64>, beta: f64) -> AffineStep {
     let mut b = Array2::zeros((v.len(), k.len()));
-    fast_weight_write(&mut b, &v.mapv(|x| beta * x), k);
+    fast_weight_write(&mut b, &v.mapv(|x| beta * x), k).unwrap();
     AffineStep {
-        h: delta_transition(k, beta),
+        h: delta_transition(k, beta).unwrap(),
         b,
     }
 }
@@ -82,11 +83,12 @@ fn a_chunk_of_delta_writes_folds_into_the_wy_form() {
             [(1, 4, 3, None), (5, 4, 2, Some(1)), (12, 3, 4, Some(2))]
         {
             let (_, k, v, beta) = random_layer(seed, c, d, m, nu);
-            let k_bar = map_rows(&k, sum_normalise);
+            let k_bar = sum_normalise_rows(&k).unwrap();
             let folded = (1..c).fold(
                 delta_step(&k_bar.row(0), &v.row(0), beta[0]),
                 |acc, t| {
                     acc.then(&delta_step(&k_bar.row(t), &v.row(t), beta[t]))
+                        .unwrap()
                 },
             );
             let wy = wy_representation(&k_bar, &v, &beta);
@@ -106,10 +108,11 @@ fn a_chunk_of_delta_writes_folds_into_the_wy_form() {
             let mut w = randn(&mut seeded(seed + 9), m, k.ncols());
             let start = w.clone();
             for t in 0..c {
-                delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t]);
+                delta_rule_step(&mut w, &k_bar.row(t), &v.row(t), beta[t])
+                    .unwrap();
             }
             assert_relative_eq!(
-                wy.apply(&start),
+                wy.apply(&start).unwrap(),
                 w,
                 max_relative = 1e-10,
                 epsilon = 1e-12
@@ -130,7 +133,7 @@ fn weighted_reads(
     let mut w = Array2::zeros((v.ncols(), k.ncols()));
     let mut loss = 0.0;
     for t in 0..k.nrows() {
-        delta_rule_step(&mut w, &k.row(t), &v.row(t), beta[t]);
+        delta_rule_step(&mut w, &k.row(t), &v.row(t), beta[t]).unwrap();
         loss += w.dot(&q.row(t)).dot(&g.row(t));
     }
     loss
@@ -146,7 +149,7 @@ fn normalised_layer(
 ) -> ([Array2<f64>; 4], Array1<f64>) {
     let (q, k, v, beta) = random_layer(seed, n, d, m, None);
     let g = randn(&mut seeded(seed + 11), n, m);
-    let [q, k] = [q, k].map(|a| map_rows(&a, sum_normalise));
+    let [q, k] = [q, k].map(|a| sum_normalise_rows(&a).unwrap());
     ([q, k, v, g], beta)
 }
 
@@ -205,7 +208,7 @@ fn subtracting_the_inserted_vectors_recovers_every_earlier_memory() {
         let (n, p, m) = (1000, 6, 4);
         let mut rng = seeded(seed);
         let keys =
-            map_rows(&elu_plus_one(&randn(&mut rng, n, p)), sum_normalise);
+            sum_normalise_rows(&elu_plus_one(&randn(&mut rng, n, p))).unwrap();
         let v = randn(&mut rng, n, m);
         let mut w = Array2::zeros((m, p));
         let mut states = vec![w.clone()];
@@ -217,16 +220,16 @@ fn subtracting_the_inserted_vectors_recovers_every_earlier_memory() {
                 (keys.row(t).to_owned(), 0.9)
             };
             if t % 7 == 0 {
-                let a = delta_transition(&k, beta);
+                let a = delta_transition(&k, beta).unwrap();
                 assert!(crate::linalg::norm(&a.dot(&k)) < 1e-15); // singular
             }
-            let v_bar = delta_rule_step(&mut w, &k, &v.row(t), beta);
+            let v_bar = delta_rule_step(&mut w, &k, &v.row(t), beta).unwrap();
             inserted.push(((&v.row(t) - &v_bar) * beta, k));
             states.push(w.clone());
         }
         for t in (0..n).rev() {
             let (u, k) = &inserted[t];
-            fast_weight_write(&mut w, &(-u), k);
+            fast_weight_write(&mut w, &(-u), k).unwrap();
             assert_relative_eq!(w, states[t], epsilon = 1e-12);
         }
     }

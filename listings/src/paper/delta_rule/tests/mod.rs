@@ -21,8 +21,8 @@ fn appendix_a(seed: u64, d: usize, m: usize) -> [Array2<f64>; 3] {
     let keys = orthonormal_keys(&mut rng, 2, d);
     let values = randn(&mut rng, 3, m);
     let mut memory = Array2::zeros((m, d));
-    fast_weight_write(&mut memory, &values.row(0), &keys.row(0));
-    fast_weight_write(&mut memory, &values.row(1), &keys.row(1));
+    fast_weight_write(&mut memory, &values.row(0), &keys.row(0)).unwrap();
+    fast_weight_write(&mut memory, &values.row(1), &keys.row(1)).unwrap();
     [keys, values, memory]
 }
 

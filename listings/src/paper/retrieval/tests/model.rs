@@ -372,10 +372,10 @@ fn a_write_is_undone_by_subtracting_the_stored_inserted_vector() {
         let mut writes = Vec::new();
         for t in 0..len {
             let f = elu_plus_one(&randn(&mut rng, 1, p).row(0));
-            let k = sum_normalise(&f);
+            let k = sum_normalise(&f).unwrap();
             let v = one_hot(n, (t * 3) % n);
             let beta = 0.1 + 0.8 * (t as f64 / len as f64);
-            let v_bar = delta_rule_step(&mut w, &k, &v, beta);
+            let v_bar = delta_rule_step(&mut w, &k, &v, beta).unwrap();
             writes.push(((&v - &v_bar) * beta, k));
             history.push(w.clone());
         }
