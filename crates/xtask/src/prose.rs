@@ -12,8 +12,8 @@
 //! characters between spaces that holds a letter or a digit. A reference
 //! `{{#ref figure:x}}` reads as one word ("Figure 2.1" on the page).
 //!
-//! Sentences are counted in paragraphs and block quotes only (not in
-//! headings, list items or tables). A sentence ends at a `.`, `?` or `!`
+//! Sentences are counted in paragraphs, list items and block quotes (not
+//! in headings or tables). A sentence ends at a `.`, `?` or `!`
 //! before a space, unless the word is an abbreviation ("e.g.", "i.e.",
 //! "et al.", "cf.", an initial such as "J."); it also ends with its
 //! paragraph.
@@ -92,9 +92,9 @@ impl Prose {
 /// What a block of lines is, for counting.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// A paragraph or a block quote: words and sentences.
+    /// A paragraph, a list item or a block quote: words and sentences.
     Paragraph,
-    /// A heading or a list: words only.
+    /// A heading: words only.
     WordsOnly,
 }
 
@@ -104,8 +104,7 @@ pub fn measure(text: &str) -> Prose {
     // The open block: its kind and its lines with their numbers.
     let mut block: Option<(Kind, Vec<(String, usize)>)> = None;
     let mut fence: Option<&str> = None;
-    let (mut math, mut comment, mut figure, mut list) =
-        (false, false, false, false);
+    let (mut math, mut comment, mut figure) = (false, false, false);
     let flush = |block: &mut Option<(Kind, Vec<(String, usize)>)>,
                  prose: &mut Prose| {
         if let Some((kind, lines)) = block.take() {
@@ -174,11 +173,9 @@ pub fn measure(text: &str) -> Prose {
             flush(&mut block, &mut prose);
             continue;
         }
-        let indent = raw.len() - raw.trim_start().len();
         if t.starts_with('#') {
             // A heading: words of its own, no sentence.
             flush(&mut block, &mut prose);
-            list = false;
             let heading = t.trim_start_matches('#').to_string();
             block = Some((Kind::WordsOnly, vec![(heading, line_no)]));
             flush(&mut block, &mut prose);
@@ -186,8 +183,7 @@ pub fn measure(text: &str) -> Prose {
         }
         if let Some(rest) = list_item(t) {
             flush(&mut block, &mut prose);
-            list = true;
-            block = Some((Kind::WordsOnly, vec![(rest.to_string(), line_no)]));
+            block = Some((Kind::Paragraph, vec![(rest.to_string(), line_no)]));
             continue;
         }
         let body = t.trim_start_matches('>').trim_start();
@@ -195,14 +191,8 @@ pub fn measure(text: &str) -> Prose {
             // A line continues the open paragraph or list item.
             Some((_, lines)) => lines.push((body.to_string(), line_no)),
             None => {
-                // A paragraph indented under a list item belongs to it.
-                list = list && indent >= 2;
-                let kind = if list {
-                    Kind::WordsOnly
-                } else {
-                    Kind::Paragraph
-                };
-                block = Some((kind, vec![(body.to_string(), line_no)]));
+                let lines = vec![(body.to_string(), line_no)];
+                block = Some((Kind::Paragraph, lines));
             }
         }
     }
@@ -606,15 +596,18 @@ mod tests {
     }
 
     #[test]
-    fn lists_headings_and_tables_hold_no_sentences() {
+    fn headings_and_tables_hold_no_sentences_but_list_items_do() {
         let long = "word ".repeat(60);
         let text = format!(
             "# {long}\n\n- {long}\n  {long}.\n\n  {long}\n\n1. {long}\n\n\
              | {long} |\n\n> Quoted {long}.\n"
         );
         let prose = measure(&text);
-        assert_eq!(prose.sentences.len(), 1, "{:?}", prose.sentences);
-        assert_eq!(prose.sentences[0].words, 61);
+        let words: Vec<usize> =
+            prose.sentences.iter().map(|s| s.words).collect();
+        // The item and its continuation, the paragraph under it, the
+        // numbered item, the quote; not the heading, not the table.
+        assert_eq!(words, [120, 60, 60, 61], "{:?}", prose.sentences);
         assert_eq!(prose.words, 60 * 6 + 1);
     }
 
