@@ -263,14 +263,14 @@ pub fn render_table(rows: &[Row], ceiling: f64) -> String {
 /// skipped form has `-` for its times. `command`: the command that ran.
 pub fn to_tsv(
     rows: &[Row],
-    ceiling: f64,
+    (ceiling, engines): (f64, &str),
     machine: &Machine,
     command: &str,
 ) -> String {
     let mut out = format!(
         "# machine: {} ({} cores)\n# date: {}\n# command: {command} \
          (release, f32, one thread, thread CPU time)\n# ceiling: {ceiling:.1} \
-         GFLOP/s\n{}\n",
+         GFLOP/s {engines}\n{}\n",
         machine.cpu,
         machine.cores,
         machine.date,
@@ -324,4 +324,61 @@ pub fn time_softmax(d: usize, n: usize) -> Vec<Row> {
         black_box(softmax_attention_causal_f32(q, k, v).unwrap());
     });
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::{CeilingPoint, describe_ceiling};
+    use listings::appendix::speed::committed::BenchTable;
+
+    #[test]
+    fn the_committed_table_names_the_ceilings_engine_and_the_better_rate() {
+        let machine = Machine {
+            cpu: "a CPU".to_string(),
+            cores: 2,
+            date: "2026-12-02".to_string(),
+        };
+        let rows = [Row {
+            form: "softmax tiled",
+            causal: true,
+            d: 64,
+            n: 256,
+            chunk: 0,
+            timing: Some(Timing {
+                median: 2e-3,
+                min: 1e-3,
+                max: 3e-3,
+                reps: 3,
+            }),
+            gflops: 10.0,
+        }];
+        // Whichever engine is faster at whichever size, the ceiling is the
+        // best rate of all, and the words name the engine that reached it.
+        for (points, best, first) in [
+            (
+                [(128, 50.0, 70.0), (1024, 80.0, 140.0)],
+                140.0,
+                "(gemm 0.19 on",
+            ),
+            (
+                [(128, 90.0, 70.0), (1024, 80.0, 60.0)],
+                90.0,
+                "(matrixmultiply on",
+            ),
+        ] {
+            let points = points.map(|(size, ndarray, gemm)| CeilingPoint {
+                size,
+                ndarray,
+                gemm,
+            });
+            let (ceiling, engines) = describe_ceiling(&points);
+            assert_eq!(ceiling, best);
+            assert!(engines.starts_with(first), "{engines}");
+            let tsv = to_tsv(&rows, (ceiling, &engines), &machine, "bench");
+            let table = BenchTable::parse(&tsv).unwrap();
+            assert_eq!(table.ceiling, best);
+            assert_eq!(table.ceiling_engines, engines);
+        }
+    }
 }

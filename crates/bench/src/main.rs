@@ -16,6 +16,7 @@
 mod after;
 mod crossover;
 mod forms;
+mod gemm;
 mod json;
 mod targets;
 mod threads;
@@ -31,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 use targets::targets;
 use threads::{render_scaling, thread_scaling};
-use timing::ceiling;
+use timing::{ceiling, describe_ceiling};
 use trainer::{render_trainer, time_trainer};
 
 /// The system allocator, counting calls: the bench reports how many
@@ -60,9 +61,14 @@ fn main() {
         "bench: f32, one thread, thread CPU time, {} ({})",
         machine.cpu, machine.date
     );
+    eprintln!(
+        "vector sets of this CPU: {}",
+        gemm::vector_sets().join(", ")
+    );
     let ceiling_points = ceiling();
-    let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
-    eprintln!("matmul ceiling: {first:.1} GFLOP/s ({ceiling_points:?})");
+    let (first, engines) = describe_ceiling(&ceiling_points);
+    eprintln!("matmul ceiling: {first:.1} GFLOP/s {engines}");
+    eprintln!("{ceiling_points:?}");
     let commit = std::env::args().any(|a| a == "--commit");
     if std::env::args().any(|a| a == "crossover") {
         return softmax_baseline(ceiling_points, started, commit);
@@ -81,15 +87,17 @@ fn main() {
     // busy the first time, and the ceiling is the best the machine did.
     let mut ceiling_points = ceiling_points;
     ceiling_points.extend(timing::ceiling());
-    let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
-    eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
+    let (ceiling, engines) = describe_ceiling(&ceiling_points);
+    eprintln!(
+        "matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s {engines}"
+    );
     let table = render_table(&rows, ceiling);
     println!("{table}");
     let command = match commit {
         true => "cargo xtask bench --commit",
         false => "cargo xtask bench",
     };
-    let tsv = forms::to_tsv(&rows, ceiling, &machine, command);
+    let tsv = forms::to_tsv(&rows, (ceiling, &engines), &machine, command);
     println!("wrote {}", write_data("bench.tsv", &tsv, commit));
     println!("{}", after::render_rules(&after::time_rules()));
     let targets = targets(&rows, ceiling, &allocations);
@@ -105,10 +113,12 @@ fn main() {
     // The crossover's committed file is `bench crossover --commit`'s.
     let written = write_data("crossover.tsv", &crossover.to_tsv(), false);
     println!("wrote {written}");
+    let best: Vec<(usize, f64)> =
+        ceiling_points.iter().map(|p| (p.size, p.best())).collect();
     let json = to_json(
         &machine,
         ceiling,
-        &ceiling_points,
+        &best,
         &chunk_times,
         &rows,
         &allocations,
@@ -133,21 +143,23 @@ fn main() {
 /// `cargo xtask bench crossover`: the softmax targets, the decode table and
 /// the crossover lengths only; the committed file rewritten if `commit`.
 fn softmax_baseline(
-    mut ceiling_points: Vec<(usize, f64)>,
+    mut ceiling_points: Vec<timing::CeilingPoint>,
     started: Instant,
     commit: bool,
 ) {
     let (d, n) = targets::AT;
     let rows = forms::time_softmax(d, n);
-    let first = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let (first, _) = describe_ceiling(&ceiling_points);
     eprintln!("{}", render_table(&rows, first));
     let data = crossover::measure(match commit {
         true => "cargo xtask bench crossover --commit",
         false => "cargo xtask bench crossover",
     });
     ceiling_points.extend(timing::ceiling());
-    let ceiling = ceiling_points.iter().map(|p| p.1).fold(0.0, f64::max);
-    eprintln!("matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s");
+    let (ceiling, engines) = describe_ceiling(&ceiling_points);
+    eprintln!(
+        "matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s {engines}"
+    );
     println!("{}", render_table(&rows, ceiling));
     println!("{}", targets(&rows, ceiling, &[]));
     println!("{}", crossover::render(&data));

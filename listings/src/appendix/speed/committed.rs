@@ -288,6 +288,9 @@ pub struct BenchTable {
     pub command: String,
     /// The best f32 matrix-product rate of the run, GFLOP/s.
     pub ceiling: f64,
+    /// Which engine reached it, on which vectors, and the other's best, as
+    /// the bench wrote it (empty in a file from before it timed both).
+    pub ceiling_engines: String,
     pub rows: Vec<BenchRow>,
 }
 
@@ -320,10 +323,13 @@ impl BenchTable {
             comment("command")?,
             comment("ceiling")?,
         );
-        let ceiling = ceiling
-            .strip_suffix(" GFLOP/s")
-            .and_then(|c| c.parse().ok())
+        let (rate, engines) = ceiling
+            .split_once(" GFLOP/s")
             .ok_or(format!("bad ceiling `{ceiling}`"))?;
+        let ceiling_engines = engines.trim().to_string();
+        let ceiling = rate
+            .parse()
+            .map_err(|_| format!("bad ceiling `{ceiling}`"))?;
         if lines.next() != Some(BENCH_HEADER) {
             return Err(format!("expected the header `{BENCH_HEADER}`"));
         }
@@ -355,6 +361,7 @@ impl BenchTable {
             date,
             command,
             ceiling,
+            ceiling_engines,
             rows,
         })
     }
@@ -416,8 +423,12 @@ impl fmt::Display for BenchAt<'_> {
         writeln!(
             f,
             "measured {} on {}\nby {}\nd = m = {d}: ms per call (median); \
-             matrix-product ceiling {:.1} GFLOP/s",
-            data.date, data.machine, data.command, data.ceiling
+             matrix-product ceiling {:.1} GFLOP/s {}",
+            data.date,
+            data.machine,
+            data.command,
+            data.ceiling,
+            data.ceiling_engines
         )?;
         let longest = lengths.last().copied().unwrap_or(0);
         let mut table = Table::new().left("form", 20).right("C", 4);
