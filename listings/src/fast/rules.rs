@@ -98,7 +98,8 @@ pub fn rule_chunkwise_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
     let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
-    let per_feature = matches!(rule, Rule::DiagonalGates(_));
+    let per_feature =
+        matches!(rule, Rule::DiagonalGates(_) | Rule::Kda { .. });
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
