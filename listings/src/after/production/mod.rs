@@ -210,7 +210,8 @@ pub fn rwkv7_chunk(
     let p_erase = scores_before(removal, &erase, &g, log_alpha);
     let p_write = scores_before(removal, replacement, &g, log_alpha);
     let gamma_before = (&g - &log_alpha.view()).mapv(f64::exp); // Γ̄
-    let rhs = (&removal.view() * &gamma_before).dot(&memory.t()) + p_write.dot(v);
+    let rhs =
+        (&removal.view() * &gamma_before).dot(&memory.t()) + p_write.dot(v);
     let held = forward_substitution(&p_erase, &rhs); // V̌: row i is S_{i−1} ǩ_i
     let gamma = g.mapv(f64::exp);
     let y = (&q.view() * &gamma).dot(&memory.t())

@@ -155,9 +155,7 @@ fn the_books_rwkv7_memory_is_the_transpose_of_flas_dplr_state() {
                 let b = &g.zeta.row(t) * &removal.row(t);
                 let low_rank = outer(&b, &s.t().dot(&a)); // b (aᵀ S)
                 s *= &g.alpha.row(t).insert_axis(Axis(1));
-                s = s
-                    + outer(&g.replacement.row(t), &v.row(t))
-                    + low_rank;
+                s = s + outer(&g.replacement.row(t), &v.row(t)) + low_rank;
                 o.row_mut(t).assign(&s.t().dot(&q.row(t)));
             }
             let rec = rwkv7_recurrent(&q, &v, &g).unwrap();
@@ -310,13 +308,12 @@ fn delta_product_chunkwise_equals_the_recurrence() {
                 let beta = Array1::from_shape_simple_fn(n * n_h, || {
                     2.0 * rng.random::<f64>()
                 });
-                let rec = delta_product_recurrent(&q, &k, &v, &beta, n_h)
-                    .unwrap();
+                let rec =
+                    delta_product_recurrent(&q, &k, &v, &beta, n_h).unwrap();
                 for chunk in [1, 3, 7, n, n + 2] {
-                    let ch = delta_product_chunkwise(
-                        &q, &k, &v, &beta, n_h, chunk,
-                    )
-                    .unwrap();
+                    let ch =
+                        delta_product_chunkwise(&q, &k, &v, &beta, n_h, chunk)
+                            .unwrap();
                     let what = format!("n {n} n_h {n_h} C {chunk}");
                     assert_close(&ch, &rec, 1e-9, &what);
                 }
@@ -389,5 +386,41 @@ fn a_write_strength_apart_from_the_erase_strength_keeps_the_chunk_exact() {
                 assert_close(&memory, &s, 1e-9, &what);
             }
         }
+    }
+}
+
+#[test]
+fn factored_decays_overflow_f32_once_a_chunks_decay_passes_its_range() {
+    // exp(λ_i − λ_j) = exp(λ_i) exp(−λ_j) turns the decayed scores into
+    // one product (Γ ⊙ Q)(K ⊘ Γ)ᵀ. In f32, exp(−λ_j) is infinite once
+    // λ_j < −ln(f32::MAX) ≈ −88.7, a decay below about 3e-39, and the
+    // factored scores are then infinite or NaN; the differences are not.
+    let limit = -(f32::MAX.ln());
+    assert!(((-limit) * 1.001).exp().is_infinite());
+    assert!(((-limit) * 0.999).exp().is_finite());
+    let (c, p) = (64, 4);
+    let mut rng = seeded(5);
+    let (q, k) = (randn(&mut rng, c, p), randn(&mut rng, c, p));
+    for (gate, overflows) in
+        [(0.1f32, true), (0.2, true), (0.3, false), (0.5, false)]
+    {
+        // λ_i = (i + 1) ln a: past −88.7 after 39 gates of 0.1 and 56
+        // of 0.2; 64 gates of 0.3 or 0.5 stay inside f32's range.
+        let lambda = |i: usize| (i + 1) as f32 * gate.ln();
+        let (mut factored, mut differences) = (true, true);
+        for i in 0..c {
+            for j in 0..=i {
+                let dot: f32 =
+                    (0..p).map(|f| (q[[i, f]] * k[[j, f]]) as f32).sum();
+                let fac = dot * lambda(i).exp() * (-lambda(j)).exp();
+                let dif = dot * (lambda(i) - lambda(j)).exp();
+                factored &= fac.is_finite();
+                differences &= dif.is_finite();
+            }
+        }
+        assert!(differences, "gate {gate}");
+        assert_eq!(!factored, overflows, "gate {gate}");
+        let passes = lambda(c - 1) < limit;
+        assert_eq!(passes, overflows, "gate {gate}");
     }
 }
