@@ -207,7 +207,7 @@ mod tests {
         use rand::Rng;
         let mut rng = seeded(seed);
         let lo = 1e-12;
-        let mut per_token =
+        let per_token =
             |rng: &mut _| log_uniform_gates(rng, n, 1, lo).column(0).to_owned();
         let scalar = per_token(&mut rng);
         let gated = per_token(&mut rng);

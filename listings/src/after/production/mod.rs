@@ -190,12 +190,12 @@ pub fn scores_before(
 
 // ANCHOR: rwkv7_chunk
 /// One chunk of RWKV-7 from the memory S_0 before it. With λ the chunk's
-/// cumulative log-gates, Γ = exp(λ), Γ̄ = exp(λ̄), E = ζ ⊙ Ǩ (erase rows):
-/// (I + P̌) V̌ = (Γ̄ ⊙ Ǩ) S_0ᵀ + P̃ V, P̌ = scores_before(Ǩ, E),
+/// cumulative log-gates, Γ = exp(λ), Γ̄ = exp(λ̄), Ě = ζ ⊙ Ǩ (erase rows):
+/// (I + P̌) V̌ = (Γ̄ ⊙ Ǩ) S_0ᵀ + P̃ V, P̌ = scores_before(Ǩ, Ě),
 /// P̃ = scores_before(Ǩ, K̃); Y = (Γ ⊙ Q) S_0ᵀ − M̌ V̌ + M̃ V, M̌, M̃ the
-/// decayed scores of Q with E and K̃ (j ≤ i); S ← S_0 diag(Γ_C)
-/// + Vᵀ (K̃ ⊙ exp(λ_C − λ)) − V̌ᵀ (E ⊙ exp(λ_C − λ)).
-/// q, removal (unit rows), replacement, zeta, log_alpha: (C, p), v: (C, m).
+/// decayed scores of Q with Ě and K̃ (j ≤ i); S ← S_0 diag(Γ_C) plus
+/// Vᵀ (K̃ ⊙ exp(λ_C − λ)) − V̌ᵀ (Ě ⊙ exp(λ_C − λ)).
+/// q, removal (unit rows), replacement, zeta, log_alpha: (C, p); v: (C, m).
 pub fn rwkv7_chunk(
     memory: &mut Array2<f64>,
     q: &ArrayRef2<f64>,
