@@ -7,7 +7,9 @@ use super::{row_major, slice};
 use crate::after::family::Rule;
 use crate::input::{InputError, check_chunk, finite};
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array1, Array2, ArrayRef2, Axis, s};
+use ndarray::{
+    Array1, Array2, ArrayRef2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, s,
+};
 
 /// The checked inputs at f32: q and k (unit rows for the delta rules),
 /// v, and the rule's coefficients ln α: (N, p), β, ω: (N), rounded.
@@ -103,61 +105,81 @@ pub fn rule_chunkwise_f32(
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
     for start in (0..n).step_by(chunk) {
-        let end = (start + chunk).min(n);
-        let c = end - start;
-        let rows = s![start..end, ..];
-        let (qc, kc, vc) = (q.slice(rows), k.slice(rows), v.slice(rows));
-        // The running sums of log-gates stay in f64: at f32 a sum near
-        // −10⁴ keeps only three decimals, and exp of a difference of two
-        // such sums would lose what the gates between them say.
-        let mut g = log_alpha.slice(rows).mapv(f64::from);
-        g.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
-        let gamma = g.mapv(|x| x.exp() as f32);
-        let (kg, qg) = (&kc * &gamma, &qc * &gamma); // Γ ⊙ K, Γ ⊙ Q
-        // The decayed scores S (j < i) and M (j ≤ i).
-        let (mut s_kk, mut m_qk) = (kc.dot(&kc.t()), qc.dot(&kc.t()));
-        for i in 0..c {
-            for j in 0..c {
-                if j > i {
-                    s_kk[[i, j]] = 0.0;
-                    m_qk[[i, j]] = 0.0;
-                } else if per_feature {
-                    let (mut ss, mut mm) = (0.0f32, 0.0f32);
-                    for f in 0..p {
-                        let e = (g[[i, f]] - g[[j, f]]).exp() as f32;
-                        ss += kc[[i, f]] * kc[[j, f]] * e;
-                        mm += qc[[i, f]] * kc[[j, f]] * e;
-                    }
-                    (s_kk[[i, j]], m_qk[[i, j]]) = (ss, mm);
-                } else {
-                    let e = (g[[i, 0]] - g[[j, 0]]).exp() as f32;
-                    s_kk[[i, j]] *= e;
-                    m_qk[[i, j]] *= e;
-                }
-            }
-        }
-        // U = (I + diag(β) S)⁻¹ (diag(ω) V − diag(β) (Γ ⊙ K) W_0ᵀ).
-        let b = beta.slice(s![start..end]);
-        let om = omega.slice(s![start..end]);
-        let mut u = &vc * &om.insert_axis(Axis(1));
-        let mut read = Array2::<f32>::zeros((c, m));
-        general_mat_mul(1.0, &kg, &w.t(), 0.0, &mut read);
-        u.scaled_add(-1.0, &(read * b.insert_axis(Axis(1))));
-        for i in 1..c {
-            let (done, mut rest) = u.view_mut().split_at(Axis(0), i);
-            let known = s_kk.slice(s![i, ..i]).dot(&done);
-            rest.row_mut(0).scaled_add(-b[i], &known);
-        }
-        let mut yc = y.slice_mut(rows);
-        general_mat_mul(1.0, &qg, &w.t(), 0.0, &mut yc);
-        general_mat_mul(1.0, &m_qk, &u, 1.0, &mut yc);
-        let last = g.row(c - 1).to_owned();
-        let to_end =
-            (&last.view().insert_axis(Axis(0)) - &g).mapv(|x| x.exp() as f32);
-        w *= &last.mapv(|x| x.exp() as f32).insert_axis(Axis(0));
-        general_mat_mul(1.0, &u.t(), &(&kc * &to_end), 1.0, &mut w);
+        let (rows, at) = (
+            s![start..(start + chunk).min(n), ..],
+            s![start..(start + chunk).min(n)],
+        );
+        chunk_f32(
+            &mut w,
+            [q.slice(rows), k.slice(rows), v.slice(rows)],
+            log_alpha.slice(rows),
+            [beta.slice(at), omega.slice(at)],
+            per_feature,
+            y.slice_mut(rows),
+        );
     }
     finite("Y", y)
+}
+
+/// One chunk of any rule of the family at f32, from the memory W before
+/// it, as `after::family::rule_chunk` computes it: writes the chunk's
+/// reads into `yc` and carries W to the chunk's end. [q, k, v] and
+/// log_alpha: (C, p) (v: (C, m)), [β, ω]: (C).
+pub(super) fn chunk_f32(
+    w: &mut Array2<f32>,
+    [qc, kc, vc]: [ArrayView2<f32>; 3],
+    log_alpha: ArrayView2<f32>,
+    [b, om]: [ArrayView1<f32>; 2],
+    per_feature: bool,
+    mut yc: ArrayViewMut2<f32>,
+) {
+    let (c, p, m) = (kc.nrows(), kc.ncols(), vc.ncols());
+    // The running sums of log-gates stay in f64: at f32 a sum near
+    // −10⁴ keeps only three decimals, and exp of a difference of two
+    // such sums would lose what the gates between them say.
+    let mut g = log_alpha.mapv(f64::from);
+    g.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
+    let gamma = g.mapv(|x| x.exp() as f32);
+    let (kg, qg) = (&kc * &gamma, &qc * &gamma); // Γ ⊙ K, Γ ⊙ Q
+    // The decayed scores S (j < i) and M (j ≤ i).
+    let (mut s_kk, mut m_qk) = (kc.dot(&kc.t()), qc.dot(&kc.t()));
+    for i in 0..c {
+        for j in 0..c {
+            if j > i {
+                s_kk[[i, j]] = 0.0;
+                m_qk[[i, j]] = 0.0;
+            } else if per_feature {
+                let (mut ss, mut mm) = (0.0f32, 0.0f32);
+                for f in 0..p {
+                    let e = (g[[i, f]] - g[[j, f]]).exp() as f32;
+                    ss += kc[[i, f]] * kc[[j, f]] * e;
+                    mm += qc[[i, f]] * kc[[j, f]] * e;
+                }
+                (s_kk[[i, j]], m_qk[[i, j]]) = (ss, mm);
+            } else {
+                let e = (g[[i, 0]] - g[[j, 0]]).exp() as f32;
+                s_kk[[i, j]] *= e;
+                m_qk[[i, j]] *= e;
+            }
+        }
+    }
+    // U = (I + diag(β) S)⁻¹ (diag(ω) V − diag(β) (Γ ⊙ K) W_0ᵀ).
+    let mut u = &vc * &om.insert_axis(Axis(1));
+    let mut read = Array2::<f32>::zeros((c, m));
+    general_mat_mul(1.0, &kg, &w.t(), 0.0, &mut read);
+    u.scaled_add(-1.0, &(read * b.insert_axis(Axis(1))));
+    for i in 1..c {
+        let (done, mut rest) = u.view_mut().split_at(Axis(0), i);
+        let known = s_kk.slice(s![i, ..i]).dot(&done);
+        rest.row_mut(0).scaled_add(-b[i], &known);
+    }
+    general_mat_mul(1.0, &qg, &w.t(), 0.0, &mut yc);
+    general_mat_mul(1.0, &m_qk, &u, 1.0, &mut yc);
+    let last = g.row(c - 1).to_owned();
+    let to_end =
+        (&last.view().insert_axis(Axis(0)) - &g).mapv(|x| x.exp() as f32);
+    *w *= &last.mapv(|x| x.exp() as f32).insert_axis(Axis(0));
+    general_mat_mul(1.0, &u.t(), &(&kc * &to_end), 1.0, w);
 }
 
 #[cfg(test)]

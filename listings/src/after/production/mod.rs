@@ -80,7 +80,7 @@ pub fn rwkv7_step(
 /// The checked inputs of RWKV-7: q: (N, p), v: (N, m), and every operand
 /// of `g` (N, p), finite; α in (0, 1], ζ in [0, 1]; the removal keys
 /// scaled to unit length (a row of length zero is an error).
-fn prepare_rwkv7(
+pub(crate) fn prepare_rwkv7(
     q: &ArrayRef2<f64>,
     v: &ArrayRef2<f64>,
     g: &Rwkv7,
