@@ -1,8 +1,9 @@
 //! The rows of "After the paper": every update rule of the family at f32,
 //! token by token and in chunks, at the targets' size (N = 16384, d = 64),
 //! beside the forms of the main table; then the rules of "The rules in
-//! production": KDA, RWKV-7 and DeltaProduct with two writes per token. No verdicts: the rows show what
-//! each transition costs, measured in one run.
+//! production": KDA, RWKV-7 and DeltaProduct with two writes per token.
+//! No verdicts: the rows show what each transition costs, measured in one
+//! run.
 
 use crate::timing::{Timing, time};
 use listings::after::family::{Rule, six_rules};
