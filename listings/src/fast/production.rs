@@ -79,7 +79,7 @@ pub fn delta_product_chunkwise_f32(
     finite("Y", y.slice(s![n_h - 1..;n_h, ..]).to_owned())
 }
 
-/// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̃, α.
+/// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̆, α.
 fn rwkv7_f32(
     q: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
@@ -91,7 +91,7 @@ fn rwkv7_f32(
 }
 
 /// RWKV-7 at f32, token by token: v̌ = W ǩ, W ← W diag(α) − v̌ (ζ ⊙ ǩ)ᵀ
-/// + v k̃ᵀ, y_t = W q_t. q: (N, p), v: (N, m); `g` as for the f64 form.
+/// + v k̆ᵀ, y_t = W q_t. q: (N, p), v: (N, m); `g` as for the f64 form.
 pub fn rwkv7_recurrent_f32(
     q: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,

@@ -47,7 +47,7 @@ pub fn log_uniform_gates(
 /// The numbers of RWKV-7's generalised delta rule for N tokens, each
 /// (N, p): the decay α_t in (0, 1], the in-context learning rate ζ_t in
 /// [0, 1], the removal key ǩ_t (scaled to unit length by the rule) and
-/// the replacement key k̃_t.
+/// the replacement key k̆_t.
 #[derive(Clone, Debug)]
 pub struct Rwkv7 {
     pub alpha: Array2<f64>,
@@ -57,9 +57,9 @@ pub struct Rwkv7 {
 }
 
 // ANCHOR: rwkv7_step
-/// One step of RWKV-7, S ← S (diag(α) − ǩ (ζ ⊙ ǩ)ᵀ) + v k̃ᵀ, computed as
+/// One step of RWKV-7, S ← S (diag(α) − ǩ (ζ ⊙ ǩ)ᵀ) + v k̆ᵀ, computed as
 /// v̌ = S ǩ (what S holds at the removal key, before the decay), then
-/// S ← S diag(α) − v̌ (ζ ⊙ ǩ)ᵀ + v k̃ᵀ.
+/// S ← S diag(α) − v̌ (ζ ⊙ ǩ)ᵀ + v k̆ᵀ.
 /// memory: (m, p), alpha, zeta, removal, replacement: (p), v: (m).
 pub fn rwkv7_step(
     memory: &mut Array2<f64>,
@@ -135,7 +135,7 @@ fn outside(
 
 // ANCHOR: rwkv7_recurrent
 /// RWKV-7's generalised delta rule token by token from S_0 = 0:
-/// S_t = S_{t−1} (diag(α_t) − ǩ_t (ζ_t ⊙ ǩ_t)ᵀ) + v_t k̃_tᵀ, y_t = S_t q_t.
+/// S_t = S_{t−1} (diag(α_t) − ǩ_t (ζ_t ⊙ ǩ_t)ᵀ) + v_t k̆_tᵀ, y_t = S_t q_t.
 /// q: (N, p), v: (N, m), every operand of `g`: (N, p).
 pub fn rwkv7_recurrent(
     q: &ArrayRef2<f64>,
@@ -191,10 +191,10 @@ pub fn scores_before(
 // ANCHOR: rwkv7_chunk
 /// One chunk of RWKV-7 from the memory S_0 before it. With λ the chunk's
 /// cumulative log-gates, Γ = exp(λ), Γ̄ = exp(λ̄), Ě = ζ ⊙ Ǩ (erase rows):
-/// (I + P̌) V̌ = (Γ̄ ⊙ Ǩ) S_0ᵀ + P̃ V, P̌ = scores_before(Ǩ, Ě),
-/// P̃ = scores_before(Ǩ, K̃); Y = (Γ ⊙ Q) S_0ᵀ − M̌ V̌ + M̃ V, M̌, M̃ the
-/// decayed scores of Q with Ě and K̃ (j ≤ i); S ← S_0 diag(Γ_C) plus
-/// Vᵀ (K̃ ⊙ exp(λ_C − λ)) − V̌ᵀ (Ě ⊙ exp(λ_C − λ)).
+/// (I + P̌) V̌ = (Γ̄ ⊙ Ǩ) S_0ᵀ + P̆ V, P̌ = scores_before(Ǩ, Ě),
+/// P̆ = scores_before(Ǩ, K̆); Y = (Γ ⊙ Q) S_0ᵀ − M̌ V̌ + M̆ V, M̌, M̆ the
+/// decayed scores of Q with Ě and K̆ (j ≤ i); S ← S_0 diag(Γ_C) plus
+/// Vᵀ (K̆ ⊙ exp(λ_C − λ)) − V̌ᵀ (Ě ⊙ exp(λ_C − λ)).
 /// q, removal (unit rows), replacement, zeta, log_alpha: (C, p); v: (C, m).
 pub fn rwkv7_chunk(
     memory: &mut Array2<f64>,

@@ -114,7 +114,7 @@ fn the_books_kda_memory_is_the_transpose_of_flas_naive_kda_state() {
 
 #[test]
 fn rwkv7_is_one_affine_step_with_its_transition() {
-    // S_t = S_{t−1} (diag(α_t) − ǩ_t (ζ_t ⊙ ǩ_t)ᵀ) + v_t k̃_tᵀ, with ǩ_t
+    // S_t = S_{t−1} (diag(α_t) − ǩ_t (ζ_t ⊙ ǩ_t)ᵀ) + v_t k̆_tᵀ, with ǩ_t
     // scaled to unit length, multiplied out as p × p matrices.
     for seed in 0..4 {
         for (n, p, m) in SHAPES {
@@ -188,7 +188,7 @@ fn rwkv7_chunkwise_equals_the_recurrence() {
 
 #[test]
 fn rwkv7_with_no_decay_one_key_and_a_rate_of_beta_is_the_delta_rule() {
-    // α = 1, ζ = β 1, ǩ = k (unit) and k̃ = β k: H_t = I − β_t k_t k_tᵀ
+    // α = 1, ζ = β 1, ǩ = k (unit) and k̆ = β k: H_t = I − β_t k_t k_tᵀ
     // and B_t = β_t v_t k_tᵀ, DeltaNet's step.
     for seed in 0..4 {
         for (n, p, m) in SHAPES {
