@@ -184,6 +184,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::family::study::editing_table,
     },
     Output {
+        name: "production-equivalence",
+        run: crate::after::production::study::production_table,
+    },
+    Output {
         name: "after-recall",
         run: crate::after::family::recall::study::recall_table,
     },

@@ -497,15 +497,19 @@ fn update_rule_listings_never_return_nan_nor_panic() {
             Rule::Sum,
             Rule::FixedDecay(gate.get(0).copied().unwrap_or(0.9)),
             Rule::ScalarDecay(gate.clone()),
-            Rule::DiagonalGates(gates),
+            Rule::DiagonalGates(gates.clone()),
             Rule::Delta(c.beta.clone()),
             Rule::GatedDelta {
                 alpha: gate,
                 beta: c.beta.clone(),
             },
+            Rule::Kda {
+                alpha: gates,
+                beta: c.beta.clone(),
+            },
         ]
     };
-    for r in 0..6 {
+    for r in 0..7 {
         never_nan_nor_panic(F64, |c| {
             let rule = &rules(c)[r];
             Ok::<_, InputError>(rule_recurrent(rule, &c.q, &c.k, &c.v)?.output)
@@ -1013,6 +1017,10 @@ fn f32_rules_never_return_nan_nor_panic() {
     let f = |c: &Case| [f32s(&c.q), f32s(&c.k), f32s(&c.v)];
     let rules = |c: &Case| {
         let gate = c.beta.mapv(|b| 1.0 - b);
+        let gates =
+            Array2::from_shape_fn((c.k.nrows(), c.k.ncols()), |(t, _)| {
+                gate.get(t).copied().unwrap_or(0.5)
+            });
         [
             Rule::Sum,
             Rule::ScalarDecay(gate.clone()),
@@ -1021,9 +1029,13 @@ fn f32_rules_never_return_nan_nor_panic() {
                 alpha: gate,
                 beta: c.beta.clone(),
             },
+            Rule::Kda {
+                alpha: gates,
+                beta: c.beta.clone(),
+            },
         ]
     };
-    for r in 0..4 {
+    for r in 0..5 {
         never_nan_nor_panic(F32, |c| {
             let [q, k, v] = f(c);
             rule_recurrent_f32(&rules(c)[r], &q, &k, &v)
@@ -1171,6 +1183,15 @@ fn every_one_token_step_refuses_mismatched_and_non_finite_operands() {
             }),
         ),
         (
+            "rwkv7_step",
+            Box::new(|s, k, v, b| {
+                let gate = Array1::from_elem(k.len(), b);
+                listings::after::production::rwkv7_step(
+                    s, &gate, &gate, k, k, v,
+                )
+            }),
+        ),
+        (
             "gradient steps",
             Box::new(|s, k, v, b| {
                 let g = regression_gradient(s, k, v)?;
@@ -1234,5 +1255,45 @@ fn every_one_token_step_refuses_mismatched_and_non_finite_operands() {
     // Sum normalisation: features with no positive sum are an error.
     for x in [[0.0, 0.0], [-1.0, 0.5], [f64::NAN, 1.0]] {
         assert!(sum_normalise(&Array1::from_vec(x.to_vec())).is_err());
+    }
+}
+
+// Chapter "The rules in production": RWKV-7 with decays 1 − β, rates β
+// (β as drawn, or damaged: then out of range or NaN), removal and
+// replacement keys k (a zero row of k: a removal key of length zero);
+// DeltaProduct in chunks.
+
+#[test]
+fn production_listings_never_return_nan_nor_panic() {
+    use listings::after::production::{
+        Rwkv7, delta_product_chunkwise, rwkv7_chunkwise, rwkv7_recurrent,
+    };
+    let numbers = |c: &Case| {
+        let per_token = |f: fn(f64) -> f64| {
+            Array2::from_shape_fn(c.k.dim(), |(t, _)| {
+                c.beta.get(t).copied().map(f).unwrap_or(0.5)
+            })
+        };
+        Rwkv7 {
+            alpha: per_token(|b| 1.0 - b),
+            zeta: per_token(|b| b),
+            removal: c.k.clone(),
+            replacement: c.k.clone(),
+        }
+    };
+    never_nan_nor_panic(F64, |c| {
+        Ok::<_, InputError>(rwkv7_recurrent(&c.q, &c.v, &numbers(c))?.output)
+    });
+    never_nan_nor_panic(F64, |c| {
+        let read = rwkv7_chunkwise(&c.q, &c.v, &numbers(c), c.chunk)?;
+        Ok::<_, InputError>(read.output)
+    });
+    for n_h in [1, 2] {
+        never_nan_nor_panic(F64, |c| {
+            let beta = &c.beta * 2.0;
+            let tokens = c.q.nrows().min(c.k.nrows() / n_h); // n_h rows each
+            let q = c.q.slice(ndarray::s![..tokens, ..]);
+            delta_product_chunkwise(&q, &c.k, &c.v, &beta, n_h, c.chunk)
+        });
     }
 }

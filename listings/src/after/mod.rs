@@ -4,3 +4,4 @@
 pub mod regression;
 pub mod spectrum;
 pub mod family;
+pub mod production;

@@ -60,6 +60,7 @@ pub mod baselines;
 pub mod decode;
 pub mod delta_rule;
 pub mod linear_attention;
+pub mod production;
 pub mod rules;
 pub mod softmax;
 pub mod threads;

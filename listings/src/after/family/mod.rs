@@ -41,6 +41,12 @@ pub enum Rule {
         alpha: Array1<f64>,
         beta: Array1<f64>,
     },
+    /// H_t = diag(α_t) (I − β_t k_t k_tᵀ), B_t = β_t v_t k_tᵀ, alpha:
+    /// (N, p): the delta rule with a gate per feature (KDA, next chapter).
+    Kda {
+        alpha: Array2<f64>,
+        beta: Array1<f64>,
+    },
 }
 // ANCHOR_END: rule
 
@@ -93,6 +99,12 @@ impl Rule {
                 strengths_in_range(&per_token("beta", beta, (n, p))?)?;
                 (every_feature(alpha), beta.clone(), beta.clone())
             }
+            Rule::Kda { alpha, beta } => {
+                gate_shape(alpha, n, p)?;
+                gates_in_range("alpha", alpha)?;
+                strengths_in_range(&per_token("beta", beta, (n, p))?)?;
+                (alpha.mapv(f64::ln), beta.clone(), beta.clone())
+            }
         };
         Ok(Coefficients {
             log_alpha,
@@ -105,7 +117,10 @@ impl Rule {
     /// Whether the rule uses unit keys and queries (the delta rules do, as
     /// DeltaNet does: then β ∈ [0, 1] keeps H_t from stretching S).
     pub fn unit_keys(&self) -> bool {
-        matches!(self, Rule::Delta(_) | Rule::GatedDelta { .. })
+        matches!(
+            self,
+            Rule::Delta(_) | Rule::GatedDelta { .. } | Rule::Kda { .. }
+        )
     }
 
     /// The rule's name as the chapter's table writes it.
@@ -117,6 +132,7 @@ impl Rule {
             Rule::DiagonalGates(_) => "diagonal gates",
             Rule::Delta(_) => "delta",
             Rule::GatedDelta { .. } => "gated delta",
+            Rule::Kda { .. } => "KDA",
         }
     }
 }
@@ -188,7 +204,7 @@ fn strengths_in_range(x: &Array2<f64>) -> Result<(), InputError> {
 /// Rows scaled to unit length; a row of length 0 is an error naming it.
 /// Each row is first divided by its largest magnitude, so no square
 /// underflows (entries near 1e-160) or overflows (near 1e160).
-fn unit_rows_checked(
+pub fn unit_rows_checked(
     name: &'static str,
     x: &ArrayRef2<f64>,
 ) -> Result<Array2<f64>, InputError> {

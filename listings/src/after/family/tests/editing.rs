@@ -231,6 +231,7 @@ fn the_studys_gates_have_the_fixed_decays_mean_and_every_strength_is_one() {
                     gates.extend(alpha.iter());
                 }
                 Rule::Sum => {}
+                Rule::Kda { .. } => unreachable!("not among the six"),
             }
         }
         assert!(gates.iter().all(|&a| (0.98..=1.0).contains(&a)));

@@ -54,6 +54,10 @@ fn table_step(
         Rule::GatedDelta { alpha, beta } => {
             ((eye - kk * beta[t]) * alpha[t], vk * beta[t])
         }
+        Rule::Kda { alpha, beta } => {
+            let gates = Array2::from_diag(&alpha.row(t));
+            (gates.dot(&(eye - kk * beta[t])), vk * beta[t])
+        }
     };
     AffineStep { h: a, b }
 }

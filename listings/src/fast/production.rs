@@ -1,0 +1,256 @@
+//! The rules of "The rules in production" at f32, for the benchmark:
+//! RWKV-7 and DeltaProduct, token by token and in chunks. Each computes
+//! what its f64 form in `after::production` computes, to f32 precision;
+//! KDA needs nothing here, as it is a rule of `fast::rules`.
+
+use super::rules::chunk_f32;
+use super::to_f64;
+use crate::after::production::{Rwkv7, prepare_rwkv7};
+use crate::after::spectrum::check_delta_product;
+use crate::input::{InputError, check_chunk, finite};
+use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
+
+/// DeltaProduct at f32, token by token: n_h delta-rule writes, then the
+/// read y_t = W q_t. q: (N, p), k: (N n_h, p), v: (N n_h, m), beta:
+/// (N n_h) in [0, 2].
+pub fn delta_product_recurrent_f32(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    beta: &ArrayRef1<f32>,
+    n_h: usize,
+) -> Result<Array2<f32>, InputError> {
+    let b64 = beta.mapv(f64::from);
+    check_delta_product(&to_f64(q), &to_f64(k), &to_f64(v), &b64, n_h)?;
+    let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
+    let mut w = Array2::<f32>::zeros((m, p));
+    let mut y = Array2::<f32>::zeros((n, m));
+    let mut u = Array1::<f32>::zeros(m);
+    for t in 0..n {
+        for r in t * n_h..(t + 1) * n_h {
+            let k_r = k.row(r);
+            for (i, w_i) in w.rows().into_iter().enumerate() {
+                u[i] = beta[r] * (v[[r, i]] - w_i.dot(&k_r));
+            }
+            for (mut w_i, &u_i) in w.rows_mut().into_iter().zip(&u) {
+                w_i.scaled_add(u_i, &k_r);
+            }
+        }
+        y.row_mut(t).assign(&w.dot(&q.row(t)));
+    }
+    finite("Y", y)
+}
+
+/// DeltaProduct at f32 in chunks of `chunk` tokens: n_h C pseudo-tokens
+/// per chunk, computed by the family's f32 chunk with no gates and
+/// ω = β; only the last pseudo-token of each token reads.
+pub fn delta_product_chunkwise_f32(
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    beta: &ArrayRef1<f32>,
+    n_h: usize,
+    chunk: usize,
+) -> Result<Array2<f32>, InputError> {
+    let b64 = beta.mapv(f64::from);
+    check_delta_product(&to_f64(q), &to_f64(k), &to_f64(v), &b64, n_h)?;
+    check_chunk(chunk)?;
+    let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
+    let mut reads = Array2::<f32>::zeros((n * n_h, p));
+    for t in 0..n {
+        reads.row_mut(t * n_h + n_h - 1).assign(&q.row(t));
+    }
+    let no_decay = Array2::<f32>::zeros((n * n_h, p));
+    let mut w = Array2::<f32>::zeros((m, p));
+    let mut y = Array2::<f32>::zeros((n * n_h, m));
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n);
+        let rows = s![start * n_h..end * n_h, ..];
+        let at = s![start * n_h..end * n_h];
+        chunk_f32(
+            &mut w,
+            [reads.slice(rows), k.slice(rows), v.slice(rows)],
+            no_decay.slice(rows),
+            [beta.slice(at), beta.slice(at)],
+            false,
+            y.slice_mut(rows),
+        );
+    }
+    finite("Y", y.slice(s![n_h - 1..;n_h, ..]).to_owned())
+}
+
+/// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̆, α.
+fn rwkv7_f32(
+    q: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    g: &Rwkv7,
+) -> Result<[Array2<f32>; 4], InputError> {
+    let removal = prepare_rwkv7(&to_f64(q), &to_f64(v), g)?;
+    let f = |a: &Array2<f64>| a.mapv(|x| x as f32);
+    Ok([f(&removal), f(&g.zeta), f(&g.replacement), f(&g.alpha)])
+}
+
+/// RWKV-7 at f32, token by token: v̌ = W ǩ, W ← W diag(α) − v̌ (ζ ⊙ ǩ)ᵀ
+/// + v k̆ᵀ, y_t = W q_t. q: (N, p), v: (N, m); `g` as for the f64 form.
+pub fn rwkv7_recurrent_f32(
+    q: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    g: &Rwkv7,
+) -> Result<Array2<f32>, InputError> {
+    let [removal, zeta, replacement, alpha] = rwkv7_f32(q, v, g)?;
+    let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
+    let mut w = Array2::<f32>::zeros((m, p));
+    let mut y = Array2::<f32>::zeros((n, m));
+    for t in 0..n {
+        let (r_t, k_t) = (removal.row(t), replacement.row(t));
+        let erase = &zeta.row(t) * &r_t;
+        let held = w.dot(&r_t);
+        w *= &alpha.row(t).insert_axis(Axis(0));
+        for (i, mut w_i) in w.rows_mut().into_iter().enumerate() {
+            w_i.scaled_add(-held[i], &erase);
+            w_i.scaled_add(v[[t, i]], &k_t);
+        }
+        y.row_mut(t).assign(&w.dot(&q.row(t)));
+    }
+    finite("Y", y)
+}
+
+/// RWKV-7 at f32 in chunks of `chunk` tokens, as `rwkv7_chunk` computes
+/// each chunk; the log-gate sums and their exponentials in f64.
+pub fn rwkv7_chunkwise_f32(
+    q: &ArrayRef2<f32>,
+    v: &ArrayRef2<f32>,
+    g: &Rwkv7,
+    chunk: usize,
+) -> Result<Array2<f32>, InputError> {
+    check_chunk(chunk)?;
+    let [removal, zeta, replacement, _] = rwkv7_f32(q, v, g)?;
+    let log_alpha = g.alpha.mapv(f64::ln);
+    let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
+    let mut w = Array2::<f32>::zeros((m, p));
+    let mut y = Array2::<f32>::zeros((n, m));
+    for start in (0..n).step_by(chunk) {
+        let end = (start + chunk).min(n);
+        let c = end - start;
+        let rows = s![start..end, ..];
+        let (qc, vc) = (q.slice(rows), v.slice(rows));
+        let (rc, kc) = (removal.slice(rows), replacement.slice(rows));
+        let erase = &zeta.slice(rows) * &rc; // Ě
+        let mut lam = log_alpha.slice(rows).to_owned();
+        lam.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
+        let before = &lam - &log_alpha.slice(rows); // λ̄
+        let ex = |x: f64| x.exp() as f32;
+        let (mut p_erase, mut p_write) =
+            (Array2::zeros((c, c)), Array2::zeros((c, c)));
+        let (mut m_erase, mut m_write) =
+            (Array2::zeros((c, c)), Array2::zeros((c, c)));
+        for i in 0..c {
+            for j in 0..=i {
+                let (mut pe, mut pw, mut me, mut mw) = (0f32, 0f32, 0f32, 0f32);
+                for f in 0..p {
+                    let e = ex(lam[[i, f]] - lam[[j, f]]);
+                    me += qc[[i, f]] * erase[[j, f]] * e;
+                    mw += qc[[i, f]] * kc[[j, f]] * e;
+                    if j < i {
+                        let e = ex(before[[i, f]] - lam[[j, f]]);
+                        pe += rc[[i, f]] * erase[[j, f]] * e;
+                        pw += rc[[i, f]] * kc[[j, f]] * e;
+                    }
+                }
+                (p_erase[[i, j]], p_write[[i, j]]) = (pe, pw);
+                (m_erase[[i, j]], m_write[[i, j]]) = (me, mw);
+            }
+        }
+        let gamma_before = before.mapv(ex);
+        let mut held = (&rc * &gamma_before).dot(&w.t()) + p_write.dot(&vc);
+        for i in 1..c {
+            let (done, mut rest) = held.view_mut().split_at(Axis(0), i);
+            let known = p_erase.slice(s![i, ..i]).dot(&done);
+            rest.row_mut(0).scaled_add(-1.0, &known);
+        }
+        let gamma = lam.mapv(ex);
+        let yc =
+            (&qc * &gamma).dot(&w.t()) - m_erase.dot(&held) + m_write.dot(&vc);
+        y.slice_mut(rows).assign(&yc);
+        let last = lam.row(c - 1).to_owned();
+        let to_end = (&last.view().insert_axis(Axis(0)) - &lam).mapv(ex);
+        w *= &last.mapv(ex).insert_axis(Axis(0));
+        w += &vc.t().dot(&(&kc * &to_end));
+        w -= &held.t().dot(&(&erase * &to_end));
+    }
+    finite("Y", y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::after::family::random_qkv;
+    use crate::after::production::{random_rwkv7, rwkv7_recurrent};
+    use crate::after::spectrum::delta_product_recurrent;
+    use crate::fast::to_f32;
+    use crate::linalg::worst_row_relative_difference;
+    use crate::m3::attention::unit_rows;
+    use crate::random::{randn, seeded};
+    use rand::Rng;
+
+    #[test]
+    fn f32_rwkv7_equals_the_f64_recurrence_to_f32_precision() {
+        for seed in 0..3 {
+            for (n, p, m) in [(1, 4, 3), (70, 8, 8), (200, 16, 4)] {
+                let [q, _, v] = random_qkv(seed, n, p, m);
+                let (q32, v32) = (to_f32(&q), to_f32(&v));
+                for lo in [0.9, 1e-3, 1e-12] {
+                    let g = random_rwkv7(seed, n, p, lo);
+                    let want = rwkv7_recurrent(&q, &v, &g).unwrap().output;
+                    let rec = rwkv7_recurrent_f32(&q32, &v32, &g).unwrap();
+                    let diff =
+                        worst_row_relative_difference(&to_f64(&rec), &want);
+                    assert!(diff < 1e-3, "recurrent lo {lo}: {diff}");
+                    for chunk in [1, 7, 64, 512] {
+                        let ch = rwkv7_chunkwise_f32(&q32, &v32, &g, chunk);
+                        let got = to_f64(&ch.unwrap());
+                        let diff = worst_row_relative_difference(&got, &want);
+                        assert!(diff < 1e-3, "C {chunk} lo {lo}: {diff}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f32_delta_product_equals_the_f64_recurrence_to_f32_precision() {
+        for seed in 0..3 {
+            for (n, p, m) in [(1, 4, 3), (70, 8, 8), (150, 16, 4)] {
+                for n_h in [1, 2, 3] {
+                    let mut rng = seeded(seed + 100);
+                    let q = randn(&mut rng, n, p);
+                    let k = unit_rows(&randn(&mut rng, n * n_h, p));
+                    let v = randn(&mut rng, n * n_h, m);
+                    let beta = Array1::from_shape_simple_fn(n * n_h, || {
+                        2.0 * rng.random::<f64>()
+                    });
+                    let want = delta_product_recurrent(&q, &k, &v, &beta, n_h)
+                        .unwrap();
+                    let (q32, k32, v32) = (to_f32(&q), to_f32(&k), to_f32(&v));
+                    let b32 = beta.mapv(|b| b as f32);
+                    let rec = delta_product_recurrent_f32(
+                        &q32, &k32, &v32, &b32, n_h,
+                    );
+                    let diff = worst_row_relative_difference(
+                        &to_f64(&rec.unwrap()),
+                        &want,
+                    );
+                    assert!(diff < 1e-3, "recurrent n_h {n_h}: {diff}");
+                    for chunk in [1, 5, 64] {
+                        let ch = delta_product_chunkwise_f32(
+                            &q32, &k32, &v32, &b32, n_h, chunk,
+                        );
+                        let got = to_f64(&ch.unwrap());
+                        let diff = worst_row_relative_difference(&got, &want);
+                        assert!(diff < 1e-3, "n_h {n_h} C {chunk}: {diff}");
+                    }
+                }
+            }
+        }
+    }
+}
