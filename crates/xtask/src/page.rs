@@ -302,21 +302,33 @@ pub fn included_blocks_have_captions(
 /// (or the TeX source KaTeX keeps for screen readers) is not taken for
 /// unrendered math.
 fn outside_code(html: &str) -> String {
+    const OPEN: [&str; 5] =
+        ["<pre", "<code", "<script", "<style", "<annotation"];
     let mut out = String::with_capacity(html.len());
-    let mut rest = html;
+    // Where each opening tag next occurs at or after `at` (None: nowhere),
+    // looked up again only once `at` has passed it: one pass per tag
+    // over the page, not one per element (print.html holds thousands).
+    let mut next = OPEN.map(|tag| html.find(tag));
+    let mut at = 0;
     loop {
-        let next = ["<pre", "<code", "<script", "<style", "<annotation"]
+        for (slot, tag) in next.iter_mut().zip(OPEN) {
+            if slot.is_some_and(|i| i < at) {
+                *slot = html[at..].find(tag).map(|i| at + i);
+            }
+        }
+        let Some((start, tag)) = next
             .iter()
-            .filter_map(|tag| rest.find(tag).map(|i| (i, *tag)))
-            .min();
-        let Some((start, tag)) = next else {
-            out.push_str(rest);
+            .zip(OPEN)
+            .filter_map(|(i, tag)| i.map(|i| (i, tag)))
+            .min()
+        else {
+            out.push_str(&html[at..]);
             return out;
         };
-        out.push_str(&rest[..start]);
+        out.push_str(&html[at..start]);
         let close = format!("</{}>", &tag[1..]);
-        match rest[start..].find(&close) {
-            Some(end) => rest = &rest[start + end + close.len()..],
+        match html[start..].find(&close) {
+            Some(end) => at = start + end + close.len(),
             None => return out,
         }
     }
@@ -409,5 +421,17 @@ mod tests {
                 "{html}: {problems:?}"
             );
         }
+    }
+
+    #[test]
+    fn text_outside_code_drops_every_code_element_in_turn() {
+        // Elements of each kind, repeated and interleaved: each is cut
+        // out once, whatever kind came before it.
+        let html = "a<code>$$</code>b<pre>x</pre>c<annotation>\\(y\\)\
+                    </annotation>d<code>z</code>e<style>s</style>f<pre>\
+                    <code>w</code></pre>g<script>$$</script>h";
+        assert_eq!(outside_code(html), "abcdefgh");
+        assert_eq!(outside_code("no code"), "no code");
+        assert_eq!(outside_code("a<pre>never closed"), "a");
     }
 }
