@@ -66,7 +66,7 @@ pub use expand::{Mode, TRY_IT_VAR};
 pub use orphan::orphan_anchors;
 #[cfg(feature = "book")]
 pub use registry::BookRegistry;
-pub use registry::Registry;
+pub use registry::{Cached, Registry};
 // The book's build (`cargo xtask`) reads which code blocks are listings
 // exactly as the preprocessor does.
 pub use scan::listing_anchors;
