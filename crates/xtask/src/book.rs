@@ -61,6 +61,7 @@ fn build_inner(
     enforce: Enforce,
     record: Option<&Path>,
 ) -> Result<usize, Failure> {
+    let mut clock = Phases::start();
     let controls = control_characters(root)?;
     if !controls.is_empty() {
         return Err(Failure(format!(
@@ -94,7 +95,9 @@ fn build_inner(
         std::env::var("BOOK_REPOSITORY").ok().as_deref(),
         std::env::var("BOOK_BRANCH").ok().as_deref(),
     )?;
+    clock.lap("the chapters' own checks");
     let try_it = try_it_outputs(root)?;
+    clock.lap("the Try-it examples");
     step(&format!("mdbook build {}", root.display()));
     let mut mdbook = Command::new("mdbook");
     mdbook.arg("build").arg(root).envs(repository);
@@ -150,9 +153,51 @@ fn build_inner(
             mangled.join("\n")
         )));
     }
+    clock.lap("mdbook build (the preprocessors and KaTeX)");
     crate::search::readable(root)?;
+    clock.lap("the search index");
     rustdoc_sources(root)?;
-    check_built(root)
+    clock.lap("the source view");
+    let pages = check_built(root)?;
+    clock.lap("the checks of the built pages");
+    println!("{}", clock.report());
+    Ok(pages)
+}
+
+/// Where a build's time went, phase by phase.
+struct Phases {
+    last: std::time::Instant,
+    laps: Vec<(&'static str, f64)>,
+}
+
+impl Phases {
+    fn start() -> Self {
+        Phases {
+            last: std::time::Instant::now(),
+            laps: Vec::new(),
+        }
+    }
+
+    /// The phase `name` ended now.
+    fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((name, (now - self.last).as_secs_f64()));
+        self.last = now;
+    }
+
+    /// "where the time went: A 0.1 s, B 8.0 s; 8.1 s in all".
+    fn report(&self) -> String {
+        let each: Vec<String> = self
+            .laps
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.1} s"))
+            .collect();
+        let all: f64 = self.laps.iter().map(|l| l.1).sum();
+        format!(
+            "where the time went: {}; {all:.1} s in all",
+            each.join(", ")
+        )
+    }
 }
 
 /// Run every example of `listings` that a chapter shows in a block
