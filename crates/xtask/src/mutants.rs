@@ -39,6 +39,8 @@ pub struct Plan {
     pub files: Vec<String>,
     pub shard: (usize, usize),
     pub merge_only: bool,
+    /// Run every test of `listings` on each mutant, not only its chapter's.
+    pub all_tests: bool,
 }
 
 /// The command line after `cargo xtask mutants`.
@@ -47,6 +49,7 @@ pub fn plan(args: &[String]) -> Result<Plan, Failure> {
         files: vec![],
         shard: (0, 1),
         merge_only: false,
+        all_tests: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -60,10 +63,11 @@ pub fn plan(args: &[String]) -> Result<Plan, Failure> {
                 plan.shard = shard(given)?;
             }
             "--merge-only" => plan.merge_only = true,
+            "--all-tests" => plan.all_tests = true,
             other => {
                 return Err(Failure(format!(
                     "unknown mutants argument `{other}` \
-                     (--file PATH, --shard k/n, --merge-only)"
+                     (--file PATH, --shard k/n, --all-tests, --merge-only)"
                 )));
             }
         }
@@ -80,6 +84,26 @@ fn shard(text: &str) -> Result<(usize, usize), Failure> {
         return Err(bad());
     }
     Ok((k, n))
+}
+
+/// The unit tests that judge a chapter file's mutants: those of its
+/// chapter's module (`listings/src/m3/cost/mod.rs` → `m3::cost::`), which
+/// hold the tests of what the chapter claims. A shared file (directly
+/// under `listings/src`) has none of its own: every test judges it.
+pub fn chapter_tests(file: &str) -> Option<String> {
+    let inside = file.strip_prefix("listings/src/")?;
+    let parts: Vec<&str> = inside.split('/').collect();
+    match parts.as_slice() {
+        [part, chapter, _, ..]
+            if ["m3", "paper", "after", "appendix"].contains(part) =>
+        {
+            Some(format!("{part}::{chapter}::"))
+        }
+        [part, file] if ["m3", "paper", "after", "appendix"].contains(part) => {
+            Some(format!("{part}::{}::", file.trim_end_matches(".rs")))
+        }
+        _ => None,
+    }
 }
 
 /// The names of the functions inside a file's anchors: every `fn NAME`
@@ -196,8 +220,10 @@ impl Row {
 /// The comment lines that open the committed file.
 const ABOUT: [&str; 4] = [
     "Made by `cargo xtask mutants` with cargo-mutants 27.1.0: the functions \
-     inside the anchors of each file, mutated one change at a time, the \
-     tests of listings (cargo test --tests) run on each.",
+     inside the anchors of each file, mutated one change at a time, and on \
+     each the unit tests of the file's chapter (cargo test --lib -- \
+     CHAPTER::), or with --all-tests, and for a shared file, every test of \
+     listings (cargo test --tests).",
     "caught: a test failed; missed: every test passed; unviable: the change \
      did not compile; timeout: the tests ran past 600 s. Score: caught over \
      caught + missed + timeout.",
@@ -393,7 +419,7 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
             let started = Instant::now();
             let out_arg = out.to_string_lossy().into_owned();
             let re = regex(&functions);
-            let cargo_args = [
+            let mut cargo_args = vec![
                 "mutants",
                 "--in-place",
                 "--package",
@@ -409,10 +435,23 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
                 "--timeout",
                 TIMEOUT,
                 "--no-shuffle",
-                "--cargo-test-arg=--tests",
                 "--output",
                 &out_arg,
             ];
+            // A chapter's file: its chapter's unit tests only, a tenth of
+            // the time per mutant; what they miss, every test may still
+            // catch (`--all-tests`), so the score is a lower bound.
+            let filter = chapter_tests(file).filter(|_| !plan.all_tests);
+            let filter_arg = filter.as_deref().unwrap_or_default();
+            match &filter {
+                Some(_) => cargo_args.extend([
+                    "--cargo-test-arg=--lib",
+                    "--cargo-test-arg=--",
+                    "--cargo-test-arg",
+                    filter_arg,
+                ]),
+                None => cargo_args.push("--cargo-test-arg=--tests"),
+            }
             // cargo-mutants exits non-zero when a mutant is missed or times
             // out; the files it writes say which, so its status is not a
             // failure here.
@@ -450,7 +489,8 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
             machine: machine(),
             date: date.trim().to_string(),
             command: format!(
-                "cargo xtask mutants --file {file} --shard {shard_arg}"
+                "cargo xtask mutants --file {file} --shard {shard_arg}{}",
+                if plan.all_tests { " --all-tests" } else { "" }
             ),
             missed_names,
         };
@@ -468,6 +508,25 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chapter_files_mutants_are_judged_by_its_chapters_tests() {
+        for (file, tests) in [
+            ("listings/src/m3/cost/mod.rs", Some("m3::cost::")),
+            (
+                "listings/src/after/family/recall/model.rs",
+                Some("after::family::"),
+            ),
+            (
+                "listings/src/appendix/how_built.rs",
+                Some("appendix::how_built::"),
+            ),
+            ("listings/src/causal.rs", None),
+            ("listings/src/fast/rules.rs", None),
+        ] {
+            assert_eq!(chapter_tests(file).as_deref(), tests, "{file}");
+        }
+    }
 
     #[test]
     fn the_content_hash_is_fnv1a_64() {
