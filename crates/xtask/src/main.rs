@@ -15,6 +15,10 @@
 //! cargo xtask recall  retrain the recall comparison of "After the paper"
 //!                     (release, all cores; under 15 minutes on two cores)
 //!                     and rewrite listings/data/recall.tsv
+//! cargo xtask tracking  train the parity and modulo-3 study of "The
+//!                     transition's spectrum" (release, all cores; a few
+//!                     minutes) into target/tracking.tsv; `--commit` also
+//!                     rewrites listings/data/tracking.tsv
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -33,7 +37,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | prose | bench | mutants>
+                    recall | tracking | prose | bench | mutants>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -57,6 +61,12 @@ const USAGE: &str =
           update rule and softmax at every number of pairs (release mode,
           every core, under 15 minutes on two cores) and rewrite
           listings/data/recall.tsv, which the chapter's figure reads
+  tracking [--commit]  train the one-layer models of \"The transition's
+          spectrum\" on parity and counting modulo 3, both transitions and
+          both eigenvalue ranges, every seed (release mode, every core, a
+          few minutes on two cores) into target/tracking.tsv; with
+          --commit also rewrites listings/data/tracking.tsv, which the
+          chapter's table reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)
@@ -95,6 +105,15 @@ fn main() -> ExitCode {
             "recall_sweep",
             &[],
         ),
+        "tracking" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            release_example(
+                "training the tracking study",
+                "tracking_sweep",
+                &args,
+            )
+        }
         "bench" => bench(),
         "mutants" => {
             let args: Vec<String> = std::env::args().skip(2).collect();

@@ -17,3 +17,4 @@ pub mod kernels;
 pub mod recall;
 pub mod retrieval;
 pub mod sweep;
+pub mod tracking;

@@ -15,6 +15,7 @@ use crate::paper::delta_rule::{delta_rule_step, delta_transition};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 pub mod study;
+pub mod tracking;
 
 /// Every entry of `bits` is 0 or 1, and there is at least one.
 fn check_bits(bits: &[u8]) -> Result<(), InputError> {

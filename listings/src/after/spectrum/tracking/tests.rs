@@ -1,0 +1,312 @@
+//! The tracking section's tests: the tasks, the model's gradient and
+//! reads, and the committed study against the plan and the chapter's
+//! claims.
+
+use crate::after::spectrum::tracking::model::*;
+use crate::after::spectrum::tracking::study::*;
+use crate::after::spectrum::tracking::task::{BOS, Sequence, Task};
+use crate::data_file;
+use crate::input::InputError;
+use crate::paper::retrieval::adam::Weights;
+use crate::random::{seeded, standard_normal};
+use crate::trainers::tracking::train;
+
+// The tasks.
+
+#[test]
+fn every_label_is_the_ones_so_far_modulo_the_tasks_modulus() {
+    for task in Task::ALL {
+        for seed in 0..5 {
+            let s = task.sample(&mut seeded(seed), 50);
+            assert_eq!(s.tokens.len(), 51);
+            assert_eq!(s.tokens[0], BOS);
+            s.check(task).unwrap();
+            let mut ones = 0;
+            for (t, &label) in s.labels.iter().enumerate() {
+                ones += usize::from(s.tokens[t + 1] == 2);
+                assert_eq!(label, ones % task.modulus());
+            }
+        }
+    }
+}
+
+// The model.
+
+fn model(kind: Kind, range: Range, task: Task, d: usize) -> Model {
+    Model {
+        kind,
+        range,
+        task,
+        d,
+    }
+}
+
+fn every_model(d: usize) -> Vec<Model> {
+    let mut all = Vec::new();
+    for task in Task::ALL {
+        for kind in Kind::ALL {
+            for range in Range::ALL {
+                all.push(model(kind, range, task, d));
+            }
+        }
+    }
+    all
+}
+
+fn loss(m: Model, p: &Params, seqs: &[Sequence]) -> f64 {
+    seqs.iter()
+        .map(|s| run_sequence(m, p, s, None).unwrap().loss)
+        .sum()
+}
+
+#[test]
+fn the_hand_written_gradient_matches_central_differences() {
+    for (i, m) in every_model(3).into_iter().enumerate() {
+        let mut rng = seeded(i as u64);
+        let mut p = Params::init(&mut rng, m);
+        // Gates moved away from their start, so each term matters.
+        for z in &mut p.g {
+            *z += standard_normal(&mut rng);
+        }
+        let seqs: Vec<Sequence> =
+            [5, 9].iter().map(|&n| m.task.sample(&mut rng, n)).collect();
+        let mut g = p.zeros_like();
+        for s in &seqs {
+            run_sequence(m, &p, s, Some((&mut g, 1.0))).unwrap();
+        }
+        let h = 1e-6;
+        let analytic: Vec<Vec<f64>> =
+            g.slices().into_iter().map(<[f64]>::to_vec).collect();
+        for (tensor, want) in analytic.iter().enumerate() {
+            for (j, &want) in want.iter().enumerate() {
+                let mut plus = p.clone();
+                plus.slices_mut()[tensor][j] += h;
+                let mut minus = p.clone();
+                minus.slices_mut()[tensor][j] -= h;
+                let got = (loss(m, &plus, &seqs) - loss(m, &minus, &seqs))
+                    / (2.0 * h);
+                assert!(
+                    (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                    "{m:?} tensor {tensor}[{j}]: {want} vs {got}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_transitions_eigenvalues_lie_in_their_range() {
+    // β_t in [0, s] with s = 1 or 2, so 1 − β_t in [0, 1] or [−1, 1];
+    // α_t in [0, 1] or [−1, 1]; and the ends are reached.
+    let mut alpha = [0.0; 1];
+    for range in Range::ALL {
+        let low = if range == Range::Extended { -1.0 } else { 0.0 };
+        let (mut seen_low, mut seen_high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for z in [-40.0, -3.0, 0.0, 2.5, 40.0] {
+            let along_k = 1.0 - strength(Kind::Delta, range, &[z]);
+            coefficients(Kind::Diagonal, range, &[z], &mut alpha);
+            for e in [along_k, alpha[0]] {
+                assert!((low..=1.0).contains(&e), "{range:?} {z}: {e}");
+                seen_low = seen_low.min(e);
+                seen_high = seen_high.max(e);
+            }
+        }
+        assert!((seen_low - low).abs() < 1e-12 && (seen_high - 1.0) < 1e-12);
+    }
+}
+
+#[test]
+fn bad_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
+    for m in every_model(4) {
+        let mut rng = seeded(3);
+        let p = Params::init(&mut rng, m);
+        let seq = m.task.sample(&mut rng, 12);
+        let run = |p: &Params, s: &Sequence| {
+            let mut g = p.zeros_like();
+            run_sequence(m, p, s, Some((&mut g, 1.0)))
+        };
+        let said = |r: Result<Scored, InputError>| {
+            r.expect_err("an error").to_string()
+        };
+        for bad in [f64::NAN, f64::INFINITY] {
+            let mut q = p.clone();
+            q.v[2] = bad;
+            assert!(said(run(&q, &seq)).contains("V"), "{m:?}");
+        }
+        let zero = p.zeros_like();
+        assert!(run(&zero, &seq).unwrap().loss.is_finite());
+        let mut huge = p.clone();
+        huge.o.iter_mut().for_each(|x| *x *= 1e300);
+        huge.v.iter_mut().for_each(|x| *x *= 1e300);
+        match run(&huge, &seq) {
+            Ok(s) => assert!(s.loss.is_finite()),
+            Err(e) => assert!(e.to_string().contains("loss"), "{e}"),
+        }
+        let mut s = seq.clone();
+        s.labels.pop();
+        assert!(said(run(&p, &s)).contains("labels"));
+        let mut s = seq.clone();
+        s.tokens[0] = 1;
+        assert!(said(run(&p, &s)).contains("first token"));
+        let mut s = seq.clone();
+        s.tokens[3] = 7;
+        assert!(said(run(&p, &s)).contains("token"));
+        let mut s = seq.clone();
+        s.labels[2] = 3;
+        assert!(said(run(&p, &s)).contains("label"));
+        let mut fewer = p.clone();
+        fewer.o.pop();
+        assert!(said(run(&fewer, &seq)).contains("O"));
+        let wide = Model { d: 5, ..m };
+        assert!(said(run_sequence(wide, &p, &seq, None)).contains("mismatch"));
+    }
+}
+
+#[test]
+fn the_models_reads_are_the_delta_rule_and_the_gated_sum_of_the_book() {
+    // The memory the model builds is S_t = S_{t−1} H_t + B_t with the
+    // chapter's transitions: checked against a plain d × d recurrence.
+    for m in every_model(3) {
+        let mut rng = seeded(11);
+        let mut p = Params::init(&mut rng, m);
+        for z in &mut p.g {
+            *z += standard_normal(&mut rng);
+        }
+        let seq = m.task.sample(&mut rng, 8);
+        let d = m.d;
+        let mut s = vec![vec![0.0; d]; d];
+        let mut scores_loss = 0.0;
+        for (t, &x) in seq.tokens.iter().enumerate() {
+            let row =
+                |table: &[f64], w: usize| table[x * w..(x + 1) * w].to_vec();
+            let unit = |v: Vec<f64>| {
+                let n = (v.iter().map(|a| a * a).sum::<f64>() + 1e-6).sqrt();
+                v.into_iter().map(|a| a / n).collect::<Vec<f64>>()
+            };
+            let (q, k, v) =
+                (unit(row(&p.q, d)), unit(row(&p.k, d)), row(&p.v, d));
+            let z = row(&p.g, m.kind.gates(d));
+            let mut alpha = vec![0.0; d];
+            coefficients(m.kind, m.range, &z, &mut alpha);
+            let beta = strength(m.kind, m.range, &z);
+            let omega = if m.kind == Kind::Delta { beta } else { 1.0 };
+            // H = diag(α)(I − β k kᵀ), B = ω v kᵀ.
+            let h = |i: usize, j: usize| {
+                alpha[i] * (f64::from(u8::from(i == j)) - beta * k[i] * k[j])
+            };
+            let old = s.clone();
+            for a in 0..d {
+                for j in 0..d {
+                    s[a][j] = (0..d).map(|i| old[a][i] * h(i, j)).sum::<f64>()
+                        + omega * v[a] * k[j];
+                }
+            }
+            if t > 0 {
+                let y: Vec<f64> = (0..d)
+                    .map(|a| (0..d).map(|j| s[a][j] * q[j]).sum())
+                    .collect();
+                let classes = m.task.modulus();
+                let sc: Vec<f64> = (0..classes)
+                    .map(|c| {
+                        (0..d).map(|j| p.o[c * d + j] * y[j]).sum::<f64>()
+                            + p.o_bias[c]
+                    })
+                    .collect();
+                let lse = sc.iter().map(|x| x.exp()).sum::<f64>().ln();
+                scores_loss += lse - sc[seq.labels[t - 1]];
+            }
+        }
+        let got = run_sequence(m, &p, &seq, None).unwrap().loss;
+        assert!(
+            (got - scores_loss).abs() < 1e-9 * (1.0 + got.abs()),
+            "{m:?}: {got} vs {scores_loss}"
+        );
+    }
+}
+
+// The committed study.
+
+#[test]
+fn the_committed_file_holds_every_planned_run_once_and_its_provenance() {
+    let (comments, records) = committed();
+    let planned = plan();
+    assert_eq!(records.len(), planned.len());
+    for (r, run) in records.iter().zip(&planned) {
+        let m = run.model;
+        assert_eq!(
+            (
+                r.task.as_str(),
+                r.kind.as_str(),
+                r.range.as_str(),
+                r.d,
+                r.seed
+            ),
+            (m.task.name(), m.kind.name(), m.range.name(), m.d, run.seed)
+        );
+        assert_eq!(r.accuracy.len(), LENGTHS.len());
+        assert!(r.accuracy.iter().all(|a| (0.0..=1.0).contains(a)));
+        assert!(r.seconds > 0.0);
+    }
+    let has = |prefix: &str| comments.iter().any(|c| c.starts_with(prefix));
+    assert!(has("Machine: ") && has("Date: 20"));
+    let machine = comments.iter().find(|c| c.starts_with("Machine: "));
+    let minutes = machine.and_then(|m| data_file::wall_minutes(m));
+    assert!(minutes.is_some_and(|m| m <= 15.0), "{machine:?}");
+    assert!(comments.contains(&budget_line()), "the budget line");
+}
+
+#[test]
+fn the_smallest_run_retrains_to_the_committed_numbers() {
+    // Every run costs the same; the first of the plan.
+    let first = plan()[0];
+    let m = first.model;
+    let committed = &runs_of(m.task, m.kind, m.range)[0];
+    let again = Record::new(&first, train(&first).unwrap(), 0.0);
+    let printed = |r: &Record| to_tsv(&[], std::slice::from_ref(r));
+    let strip = |s: String| s.rsplit_once('\t').map(|(a, _)| a.to_string());
+    assert_eq!(strip(printed(&again)), strip(printed(committed)));
+}
+
+/// Every committed accuracy of a task, transition and range at the test
+/// lengths from `from` bits on, every seed's.
+fn accuracies(task: Task, kind: Kind, range: Range, from: usize) -> Vec<f64> {
+    let runs = runs_of(task, kind, range);
+    assert_eq!(runs.len(), SEEDS.len());
+    runs.iter()
+        .flat_map(|r| {
+            LENGTHS
+                .iter()
+                .filter(move |&&n| n >= from)
+                .map(move |&n| r.at(n))
+        })
+        .collect()
+}
+
+#[test]
+fn with_eigenvalues_in_0_1_parity_stays_at_chance_from_40_bits_on_every_seed() {
+    for kind in Kind::ALL {
+        for a in accuracies(Task::Parity, kind, Range::Restricted, TRAIN_MAX) {
+            assert!((0.4..=0.6).contains(&a), "{kind:?}: {a}");
+        }
+    }
+}
+
+#[test]
+fn with_eigenvalues_in_minus1_1_parity_is_right_at_every_length_and_seed() {
+    for kind in Kind::ALL {
+        for a in accuracies(Task::Parity, kind, Range::Extended, 0) {
+            assert_eq!(a, 1.0, "{kind:?}");
+        }
+    }
+}
+
+#[test]
+fn counting_modulo_3_stays_near_chance_from_40_bits_for_every_variant() {
+    for kind in Kind::ALL {
+        for range in Range::ALL {
+            for a in accuracies(Task::ModThree, kind, range, TRAIN_MAX) {
+                assert!((0.25..=0.45).contains(&a), "{kind:?} {range:?}: {a}");
+            }
+        }
+    }
+}
