@@ -11,9 +11,9 @@ use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
 use rand::Rng;
 
-/// The test strings of a run at one length: their own seed, never
-/// trained on (no training string is longer than `TRAIN_MAX` bits, and
-/// the shortest test length is drawn from a separate stream).
+/// The test strings of a run at one length, from a random stream of
+/// their own. Past `TRAIN_MAX` bits none can be a training string; at
+/// the shortest length many are, as there are few strings that short.
 pub fn test_set(run: &Run, bits: usize) -> Vec<Sequence> {
     let mut rng = seeded(run.seed.wrapping_add(1 << 40) + bits as u64);
     (0..run.budget.tests)

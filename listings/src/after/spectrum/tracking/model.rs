@@ -114,13 +114,14 @@ pub struct Params {
     pub o_bias: Vec<f64>,
 }
 
-/// The gate pre-activation z with σ(z) = ½ (range [0, 1]) and with
-/// 2σ(z) = ½ or 2σ(z) − 1 = ½ (range [−1, 1]): for the delta rule
-/// σ(z) = ¼, for diagonal gates σ(z) = ¾.
-/// The spread of the gates' start around it, so tokens differ.
-const GATE_SPREAD: f64 = 1.0;
+/// The spread of the gates' start around [`start_gate`], so that the
+/// tokens differ.
+pub const GATE_SPREAD: f64 = 1.0;
 
-fn start_gate(kind: Kind, range: Range) -> f64 {
+/// The gate pre-activation z at which the transition's eigenvalue is ½
+/// in either range: 1 − β = ½ or α = ½, so σ(z) = ½ in [0, 1]; in
+/// [−1, 1] the delta rule's 2σ(z) = ½ and the gates' 2σ(z) − 1 = ½.
+pub fn start_gate(kind: Kind, range: Range) -> f64 {
     match (kind, range) {
         (_, Range::Restricted) => 0.0,
         (Kind::Delta, Range::Extended) => -(3.0f64).ln(),
@@ -129,8 +130,8 @@ fn start_gate(kind: Kind, range: Range) -> f64 {
 }
 
 impl Params {
-    /// Every weight drawn N(0, 1/d) but the gates: every variant starts
-    /// with its transition's eigenvalues at ½ (β = ½, or α = ½).
+    /// Every weight drawn N(0, 1/d) but the gates, drawn N(z₀, 1) around
+    /// the z₀ of [`start_gate`], where every variant's eigenvalue is ½.
     pub fn init(rng: &mut BookRng, model: Model) -> Params {
         let d = model.d;
         let scale = 1.0 / (d as f64).sqrt();

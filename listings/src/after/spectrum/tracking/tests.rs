@@ -116,6 +116,34 @@ fn the_transitions_eigenvalues_lie_in_their_range() {
 }
 
 #[test]
+fn every_variant_starts_with_its_gates_spread_around_eigenvalue_one_half() {
+    let mut alpha = [0.0; 1];
+    for kind in Kind::ALL {
+        for range in Range::ALL {
+            let z = start_gate(kind, range);
+            let e = match kind {
+                Kind::Delta => 1.0 - strength(kind, range, &[z]),
+                Kind::Diagonal => {
+                    coefficients(kind, range, &[z], &mut alpha);
+                    alpha[0]
+                }
+            };
+            assert!((e - 0.5).abs() < 1e-12, "{kind:?} {range:?}: {e}");
+            // The drawn gates: centred on z, spread GATE_SPREAD.
+            let m = model(kind, range, Task::Parity, 64);
+            let g: Vec<f64> = (0..100)
+                .flat_map(|seed| Params::init(&mut seeded(seed), m).g)
+                .collect();
+            let n = g.len() as f64;
+            let mean = g.iter().sum::<f64>() / n;
+            let sd =
+                (g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+            assert!((mean - z).abs() < 0.2 && (sd - GATE_SPREAD).abs() < 0.2);
+        }
+    }
+}
+
+#[test]
 fn bad_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
     for m in every_model(4) {
         let mut rng = seeded(3);
