@@ -1,5 +1,7 @@
 //! A one-layer linear RNN for the state-tracking tasks, with its gradient
-//! written by hand (backpropagation through time), in f64.
+//! written by hand (backpropagation through time), in f64. With n_h > 1
+//! writes per token the delta rule is DeltaProduct: each write has its own
+//! rows of K, V and G, and the token reads after its last write.
 //!
 //! Every token is one of three (the start token and the two bits), so
 //! each projection of a token is a row of a table: q̃_t = Q[x_t], k̃_t =
@@ -92,18 +94,22 @@ impl Range {
     }
 }
 
-/// A model: its transition, its range, the task it reads and its width d
-/// (keys, queries and values of d entries; the memory is d × d).
+/// A model: its transition, its range, its writes per token n_h (more
+/// than one only for the delta rule: DeltaProduct), the task it reads
+/// and its width d (keys, queries and values of d entries; the memory is
+/// d × d).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Model {
     pub kind: Kind,
     pub range: Range,
+    pub writes: usize,
     pub task: Task,
     pub d: usize,
 }
 
-/// The weights: token tables Q, K, V (3 × d), G (3 × gates), the
-/// read-out O (classes × d) and its bias o.
+/// The weights: token tables Q (3 × d), K, V (3 n_h × d) and G (3 n_h ×
+/// gates), one row per token and write, the read-out O (classes × d) and
+/// its bias o.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     pub q: Vec<f64>,
@@ -140,9 +146,9 @@ impl Params {
         };
         Params {
             q: draw(TOKENS * d, scale),
-            k: draw(TOKENS * d, scale),
-            v: draw(TOKENS * d, scale),
-            g: draw(TOKENS * model.kind.gates(d), GATE_SPREAD)
+            k: draw(TOKENS * model.writes * d, scale),
+            v: draw(TOKENS * model.writes * d, scale),
+            g: draw(TOKENS * model.writes * model.kind.gates(d), GATE_SPREAD)
                 .into_iter()
                 .map(|z| z + start_gate(model.kind, model.range))
                 .collect(),
@@ -153,8 +159,8 @@ impl Params {
 
     fn sizes(model: Model) -> [usize; 6] {
         let (d, c) = (model.d, model.task.modulus());
-        let t = TOKENS;
-        [t * d, t * d, t * d, t * model.kind.gates(d), c * d, c]
+        let (t, w) = (TOKENS, TOKENS * model.writes);
+        [t * d, w * d, w * d, w * model.kind.gates(d), c * d, c]
     }
 }
 
@@ -221,6 +227,13 @@ fn check_weights(model: Model, params: &Params) -> Result<(), InputError> {
             rule: "a width of at least one",
         });
     }
+    if model.writes == 0 || (model.writes > 1 && model.kind != Kind::Delta) {
+        return Err(InputError::BadParameter {
+            name: "writes per token",
+            value: model.writes,
+            rule: "at least one, and more only for the delta rule",
+        });
+    }
     let names = ["Q", "K", "V", "G", "O", "o"];
     let want = Params::sizes(model);
     for ((x, len), name) in params.slices().into_iter().zip(want).zip(names) {
@@ -258,47 +271,54 @@ pub fn run_sequence(
     let (kind, range) = (model.kind, model.range);
     let gates = kind.gates(d);
     let dd = d * d;
-    // Unit keys, strengths and gates of every token; every memory S_t.
-    let mut norm = vec![0.0; len];
-    let mut k = vec![0.0; len * d];
+    // Unit keys, strengths and gates of every write (n_h per token), the
+    // memory after every write, and the read of every token.
+    let h = model.writes;
+    let steps = len * h;
+    let mut norm = vec![0.0; steps];
+    let mut k = vec![0.0; steps * d];
     let (mut norm_q, mut q) = (vec![0.0; len], vec![0.0; len * d]);
-    let mut alpha = vec![0.0; len * d];
-    let mut beta = vec![0.0; len];
-    let mut memory = vec![0.0; (len + 1) * dd];
+    let mut alpha = vec![0.0; steps * d];
+    let mut beta = vec![0.0; steps];
+    let mut memory = vec![0.0; (steps + 1) * dd];
     let mut y = vec![0.0; len * d];
     for (t, &x) in seq.tokens.iter().enumerate() {
-        let raw = &params.k[x * d..(x + 1) * d];
-        norm[t] = (dot(raw, raw) + NORM_EPS).sqrt();
-        let kt = &mut k[t * d..(t + 1) * d];
-        for (u, &r) in kt.iter_mut().zip(raw) {
-            *u = r / norm[t];
-        }
-        let z = &params.g[x * gates..(x + 1) * gates];
-        coefficients(kind, range, z, &mut alpha[t * d..(t + 1) * d]);
-        beta[t] = strength(kind, range, z);
-        let omega = if kind == Kind::Delta { beta[t] } else { 1.0 };
-        let v = &params.v[x * d..(x + 1) * d];
-        let (kt, at) = (&k[t * d..(t + 1) * d], &alpha[t * d..(t + 1) * d]);
-        let (before, after) = memory.split_at_mut((t + 1) * dd);
-        let (old, new) = (&before[t * dd..], &mut after[..dd]);
-        // S_t = U + (ω v − β U k) kᵀ with U = S_{t−1} diag(α).
-        for ((row, old_row), &vi) in
-            new.chunks_exact_mut(d).zip(old.chunks_exact(d)).zip(v)
-        {
-            for ((r, &o), &a) in row.iter_mut().zip(old_row).zip(at) {
-                *r = o * a;
+        for j in 0..h {
+            let (s, r) = (t * h + j, x * h + j); // the write, its table row
+            let raw = &params.k[r * d..(r + 1) * d];
+            norm[s] = (dot(raw, raw) + NORM_EPS).sqrt();
+            let ks = &mut k[s * d..(s + 1) * d];
+            for (u, &w) in ks.iter_mut().zip(raw) {
+                *u = w / norm[s];
             }
-            let e = omega * vi - beta[t] * dot(row, kt);
-            axpy(e, kt, row);
+            let z = &params.g[r * gates..(r + 1) * gates];
+            coefficients(kind, range, z, &mut alpha[s * d..(s + 1) * d]);
+            beta[s] = strength(kind, range, z);
+            let omega = if kind == Kind::Delta { beta[s] } else { 1.0 };
+            let v = &params.v[r * d..(r + 1) * d];
+            let (ks, at) = (&k[s * d..(s + 1) * d], &alpha[s * d..(s + 1) * d]);
+            let (before, after) = memory.split_at_mut((s + 1) * dd);
+            let (old, new) = (&before[s * dd..], &mut after[..dd]);
+            // S_s = U + (ω v − β U k) kᵀ with U = S_{s−1} diag(α).
+            for ((row, old_row), &vi) in
+                new.chunks_exact_mut(d).zip(old.chunks_exact(d)).zip(v)
+            {
+                for ((w, &o), &a) in row.iter_mut().zip(old_row).zip(at) {
+                    *w = o * a;
+                }
+                let e = omega * vi - beta[s] * dot(row, ks);
+                axpy(e, ks, row);
+            }
         }
         let raw_q = &params.q[x * d..(x + 1) * d];
         norm_q[t] = (dot(raw_q, raw_q) + NORM_EPS).sqrt();
         let qt = &mut q[t * d..(t + 1) * d];
-        for (u, &r) in qt.iter_mut().zip(raw_q) {
-            *u = r / norm_q[t];
+        for (u, &w) in qt.iter_mut().zip(raw_q) {
+            *u = w / norm_q[t];
         }
+        let last = &memory[(t + 1) * h * dd..((t + 1) * h + 1) * dd];
         for (yi, row) in
-            y[t * d..(t + 1) * d].iter_mut().zip(new.chunks_exact(d))
+            y[t * d..(t + 1) * d].iter_mut().zip(last.chunks_exact(d))
         {
             *yi = dot(row, qt);
         }
@@ -353,74 +373,77 @@ pub fn run_sequence(
     let (mut u, mut de) = (vec![0.0; d], vec![0.0; d]);
     let (mut dk, mut d_alpha) = (vec![0.0; d], vec![0.0; d]);
     let mut dq = vec![0.0; d];
-    for t in (0..len).rev() {
-        let x = seq.tokens[t];
-        let new = &memory[(t + 1) * dd..(t + 2) * dd];
-        let old = &memory[t * dd..(t + 1) * dd];
-        let qt = &q[t * d..(t + 1) * d];
-        // y = S_t q: G += dy qᵀ, dq = S_tᵀ dy.
-        let dyt = &dy[t * d..(t + 1) * d];
-        dq.fill(0.0);
-        for ((g_row, s_row), &dyi) in
-            g_mem.chunks_exact_mut(d).zip(new.chunks_exact(d)).zip(dyt)
-        {
-            axpy(dyi, qt, g_row);
-            axpy(dyi, s_row, &mut dq);
+    for s_rev in (0..steps).rev() {
+        let (t, j) = (s_rev / h, s_rev % h);
+        let (s, x) = (s_rev, seq.tokens[t]);
+        let r = x * h + j;
+        let new = &memory[(s + 1) * dd..(s + 2) * dd];
+        let old = &memory[s * dd..(s + 1) * dd];
+        if j + 1 == h {
+            // y = S q after the token's last write: G += dy qᵀ, dq = Sᵀ dy.
+            let qt = &q[t * d..(t + 1) * d];
+            let dyt = &dy[t * d..(t + 1) * d];
+            dq.fill(0.0);
+            for ((g_row, s_row), &dyi) in
+                g_mem.chunks_exact_mut(d).zip(new.chunks_exact(d)).zip(dyt)
+            {
+                axpy(dyi, qt, g_row);
+                axpy(dyi, s_row, &mut dq);
+            }
+            let along = dot(qt, &dq);
+            for i in 0..d {
+                g.q[x * d + i] += (dq[i] - qt[i] * along) / norm_q[t];
+            }
         }
-        let along = dot(qt, &dq);
-        for j in 0..d {
-            g.q[x * d + j] += (dq[j] - qt[j] * along) / norm_q[t];
-        }
-        let (kt, at) = (&k[t * d..(t + 1) * d], &alpha[t * d..(t + 1) * d]);
-        let b = beta[t];
+        let (ks, at) = (&k[s * d..(s + 1) * d], &alpha[s * d..(s + 1) * d]);
+        let b = beta[s];
         let omega = if kind == Kind::Delta { b } else { 1.0 };
-        let v = &params.v[x * d..(x + 1) * d];
+        let v = &params.v[r * d..(r + 1) * d];
         dk.fill(0.0);
-        // S_t = U + e kᵀ with e = ω v − β u, u = U k.
+        // S_s = U + e kᵀ with e = ω v − β u, u = U k.
         let (mut d_beta, mut d_omega) = (0.0, 0.0);
         for (i, (old_row, g_row)) in
             old.chunks_exact(d).zip(g_mem.chunks_exact(d)).enumerate()
         {
-            u[i] = (0..d).map(|j| old_row[j] * at[j] * kt[j]).sum();
-            de[i] = dot(g_row, kt);
+            u[i] = (0..d).map(|c| old_row[c] * at[c] * ks[c]).sum();
+            de[i] = dot(g_row, ks);
             let e = omega * v[i] - b * u[i];
             axpy(e, g_row, &mut dk);
-            g.v[x * d + i] += omega * de[i];
+            g.v[r * d + i] += omega * de[i];
             d_omega += v[i] * de[i];
             d_beta -= u[i] * de[i];
         }
-        // Through u = U k: dU = G − β de kᵀ; dα_j = Σ_i dU_ij S_{t−1,ij};
-        // ∂L/∂S_{t−1} = dU diag(α).
+        // Through u = U k: dU = G − β de kᵀ; dα_c = Σ_i dU_ic S_{s−1,ic};
+        // ∂L/∂S_{s−1} = dU diag(α).
         d_alpha.fill(0.0);
         for ((old_row, g_row), &de) in
             old.chunks_exact(d).zip(g_mem.chunks_exact_mut(d)).zip(&de)
         {
             let du = -b * de;
-            for j in 0..d {
-                let gu = g_row[j] + du * kt[j];
-                dk[j] += old_row[j] * at[j] * du;
-                d_alpha[j] += gu * old_row[j];
-                g_row[j] = gu * at[j];
+            for c in 0..d {
+                let gu = g_row[c] + du * ks[c];
+                dk[c] += old_row[c] * at[c] * du;
+                d_alpha[c] += gu * old_row[c];
+                g_row[c] = gu * at[c];
             }
         }
         // Back through k = k̃ / ‖k̃‖ and the gates' sigmoids.
-        let along = dot(kt, &dk);
-        for j in 0..d {
-            g.k[x * d + j] += (dk[j] - kt[j] * along) / norm[t];
+        let along = dot(ks, &dk);
+        for c in 0..d {
+            g.k[r * d + c] += (dk[c] - ks[c] * along) / norm[s];
         }
-        let z = &params.g[x * gates..(x + 1) * gates];
-        let gz = &mut g.g[x * gates..(x + 1) * gates];
+        let z = &params.g[r * gates..(r + 1) * gates];
+        let gz = &mut g.g[r * gates..(r + 1) * gates];
+        let scale = if range == Range::Extended { 2.0 } else { 1.0 };
         match kind {
             Kind::Delta => {
-                let s = if range == Range::Extended { 2.0 } else { 1.0 };
                 let sg = sigmoid(z[0]);
-                gz[0] += (d_beta + d_omega) * s * sg * (1.0 - sg);
+                gz[0] += (d_beta + d_omega) * scale * sg * (1.0 - sg);
             }
             Kind::Diagonal => {
-                let s = if range == Range::Extended { 2.0 } else { 1.0 };
                 for ((gz, &z), &da) in gz.iter_mut().zip(z).zip(&d_alpha) {
                     let sg = sigmoid(z);
-                    *gz += da * s * sg * (1.0 - sg);
+                    *gz += da * scale * sg * (1.0 - sg);
                 }
             }
         }

@@ -1,5 +1,5 @@
-//! The tracking study: both tasks, both transitions, both ranges, five
-//! seeds, one width; what one run is, the plan, the data file `cargo
+//! The tracking study: both tasks, the delta rule, diagonal gates and
+//! DeltaProduct with two writes, both ranges, five seeds, one width; what one run is, the plan, the data file `cargo
 //! xtask tracking` writes (with the crate's `trainers`), and the table the
 //! chapter prints from it (output `spectrum-tracking`).
 
@@ -57,12 +57,31 @@ pub struct Run {
     pub budget: Budget,
 }
 
+/// The transitions of the study with their writes per token n_h: the
+/// delta rule, diagonal gates, and DeltaProduct with two writes.
+pub const RULES: [(Kind, usize); 3] =
+    [(Kind::Delta, 1), (Kind::Diagonal, 1), (Kind::Delta, 2)];
+
+/// The name of a transition with n_h writes per token.
+pub fn rule_name(kind: Kind, writes: usize) -> String {
+    match writes {
+        1 => kind.name().to_string(),
+        n => format!("{} x{n}", kind.name()),
+    }
+}
+
 /// One run of the plan.
-pub fn run(task: Task, kind: Kind, range: Range, seed: u64) -> Run {
+pub fn run(
+    task: Task,
+    (kind, writes): (Kind, usize),
+    range: Range,
+    seed: u64,
+) -> Run {
     Run {
         model: Model {
             kind,
             range,
+            writes,
             task,
             d: WIDTH,
         },
@@ -75,10 +94,10 @@ pub fn run(task: Task, kind: Kind, range: Range, seed: u64) -> Run {
 pub fn plan() -> Vec<Run> {
     let mut runs = Vec::new();
     for task in Task::ALL {
-        for kind in Kind::ALL {
+        for rule in RULES {
             for range in Range::ALL {
                 for seed in SEEDS {
-                    runs.push(run(task, kind, range, seed));
+                    runs.push(run(task, rule, range, seed));
                 }
             }
         }
@@ -106,7 +125,7 @@ impl Record {
         let m = run.model;
         Record {
             task: m.task.name().to_string(),
-            kind: m.kind.name().to_string(),
+            kind: rule_name(m.kind, m.writes),
             range: m.range.name().to_string(),
             d: m.d,
             seed: run.seed,
@@ -115,10 +134,10 @@ impl Record {
         }
     }
 
-    /// Whether this is a run of `task`, `kind` and `range`.
-    pub fn is(&self, task: Task, kind: Kind, range: Range) -> bool {
+    /// Whether this is a run of `task`, `rule` and `range`.
+    pub fn is(&self, task: Task, rule: (Kind, usize), range: Range) -> bool {
         self.task == task.name()
-            && self.kind == kind.name()
+            && self.kind == rule_name(rule.0, rule.1)
             && self.range == range.name()
     }
 
@@ -189,11 +208,11 @@ pub fn committed() -> (Vec<String>, Vec<Record>) {
 }
 
 /// The committed runs of one task, transition and range, one per seed.
-pub fn runs_of(task: Task, kind: Kind, range: Range) -> Vec<Record> {
+pub fn runs_of(task: Task, rule: (Kind, usize), range: Range) -> Vec<Record> {
     let (_, records) = committed();
     records
         .into_iter()
-        .filter(|r| r.is(task, kind, range))
+        .filter(|r| r.is(task, rule, range))
         .collect()
 }
 
@@ -215,12 +234,12 @@ pub fn tracking_table() -> String {
         table = table.right(&format!("{n} bits"), 9);
     }
     for task in Task::ALL {
-        for kind in Kind::ALL {
+        for rule in RULES {
             for range in Range::ALL {
-                let runs = runs_of(task, kind, range);
+                let runs = runs_of(task, rule, range);
                 let mut row = vec![
                     task.name().to_string(),
-                    kind.name().to_string(),
+                    rule_name(rule.0, rule.1),
                     range.name().to_string(),
                 ];
                 for n in LENGTHS {
