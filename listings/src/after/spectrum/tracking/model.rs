@@ -3,7 +3,8 @@
 //! writes per token the delta rule is DeltaProduct: each write has its own
 //! rows of K, V and G, and the token reads after its last write.
 //!
-//! Every token is one of three (the start token and the two bits), so
+//! Every token is one of a few (the start token, the bits or the six
+//! permutations of S3), so
 //! each projection of a token is a row of a table: q̃_t = Q[x_t], k̃_t =
 //! K[x_t], v_t = V[x_t] and the gate pre-activations z_t = G[x_t] (a
 //! learned bias is the same as a shift of every row, so there is none).
@@ -11,7 +12,7 @@
 //! bit goes through a linear read-out to scores over the classes; the
 //! loss is the cross-entropy of every bit's label, summed.
 
-use crate::after::spectrum::tracking::task::{Sequence, TOKENS, Task};
+use crate::after::spectrum::tracking::task::{Sequence, Task};
 use crate::input::InputError;
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
@@ -107,8 +108,8 @@ pub struct Model {
     pub d: usize,
 }
 
-/// The weights: token tables Q (3 × d), K, V (3 n_h × d) and G (3 n_h ×
-/// gates), one row per token and write, the read-out O (classes × d) and
+/// The weights: token tables Q (tokens × d), K, V (tokens n_h × d) and G
+/// (tokens n_h × gates), one row per token and write, the read-out O (classes × d) and
 /// its bias o.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -139,16 +140,16 @@ impl Params {
     /// Every weight drawn N(0, 1/d) but the gates, drawn N(z₀, 1) around
     /// the z₀ of [`start_gate`], where every variant's eigenvalue is ½.
     pub fn init(rng: &mut BookRng, model: Model) -> Params {
-        let d = model.d;
+        let (d, tokens) = (model.d, model.task.tokens());
         let scale = 1.0 / (d as f64).sqrt();
         let mut draw = |len: usize, s: f64| -> Vec<f64> {
             (0..len).map(|_| standard_normal(rng) * s).collect()
         };
         Params {
-            q: draw(TOKENS * d, scale),
-            k: draw(TOKENS * model.writes * d, scale),
-            v: draw(TOKENS * model.writes * d, scale),
-            g: draw(TOKENS * model.writes * model.kind.gates(d), GATE_SPREAD)
+            q: draw(tokens * d, scale),
+            k: draw(tokens * model.writes * d, scale),
+            v: draw(tokens * model.writes * d, scale),
+            g: draw(tokens * model.writes * model.kind.gates(d), GATE_SPREAD)
                 .into_iter()
                 .map(|z| z + start_gate(model.kind, model.range))
                 .collect(),
@@ -159,7 +160,8 @@ impl Params {
 
     fn sizes(model: Model) -> [usize; 6] {
         let (d, c) = (model.d, model.task.modulus());
-        let (t, w) = (TOKENS, TOKENS * model.writes);
+        let t = model.task.tokens();
+        let w = t * model.writes;
         [t * d, w * d, w * d, w * model.kind.gates(d), c * d, c]
     }
 }

@@ -90,16 +90,33 @@ pub fn run(
     }
 }
 
-/// Every run: task, then transition, then range, then seed.
-pub fn plan() -> Vec<Run> {
-    let mut runs = Vec::new();
-    for task in Task::ALL {
+/// The word problem of S3 is run with DeltaProduct at one, two and three
+/// writes per token, with eigenvalues in [−1, 1].
+pub const S3_WRITES: [usize; 3] = [1, 2, 3];
+
+/// Every variant of the study: task, transition with its writes per
+/// token, range.
+pub fn variants() -> Vec<(Task, (Kind, usize), Range)> {
+    let mut all = Vec::new();
+    for task in [Task::Parity, Task::ModThree] {
         for rule in RULES {
             for range in Range::ALL {
-                for seed in SEEDS {
-                    runs.push(run(task, rule, range, seed));
-                }
+                all.push((task, rule, range));
             }
+        }
+    }
+    for writes in S3_WRITES {
+        all.push((Task::S3, (Kind::Delta, writes), Range::Extended));
+    }
+    all
+}
+
+/// Every run: each variant of [`variants`] with every seed.
+pub fn plan() -> Vec<Run> {
+    let mut runs = Vec::new();
+    for (task, rule, range) in variants() {
+        for seed in SEEDS {
+            runs.push(run(task, rule, range, seed));
         }
     }
     runs
@@ -233,24 +250,20 @@ pub fn tracking_table() -> String {
     for n in LENGTHS {
         table = table.right(&format!("{n} bits"), 9);
     }
-    for task in Task::ALL {
-        for rule in RULES {
-            for range in Range::ALL {
-                let runs = runs_of(task, rule, range);
-                let mut row = vec![
-                    task.name().to_string(),
-                    rule_name(rule.0, rule.1),
-                    range.name().to_string(),
-                ];
-                for n in LENGTHS {
-                    let a: Vec<f64> = runs.iter().map(|r| r.at(n)).collect();
-                    let lo = a.iter().fold(f64::INFINITY, |m, &x| m.min(x));
-                    let hi = a.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
-                    row.push(format!("{lo:.2}-{hi:.2}"));
-                }
-                table.row(row);
-            }
+    for (task, rule, range) in variants() {
+        let runs = runs_of(task, rule, range);
+        let mut row = vec![
+            task.name().to_string(),
+            rule_name(rule.0, rule.1),
+            range.name().to_string(),
+        ];
+        for n in LENGTHS {
+            let a: Vec<f64> = runs.iter().map(|r| r.at(n)).collect();
+            let lo = a.iter().fold(f64::INFINITY, |m, &x| m.min(x));
+            let hi = a.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+            row.push(format!("{lo:.2}-{hi:.2}"));
         }
+        table.row(row);
     }
     out.push_str(&table.to_string());
     out.push('\n');

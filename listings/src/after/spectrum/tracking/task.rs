@@ -1,36 +1,64 @@
-//! The two state-tracking tasks: a string of uniform random bits after a
+//! The state-tracking tasks: a string of uniform random bits after a
 //! start token, and at every bit the number of ones so far modulo 2
-//! (parity) or modulo 3.
+//! (parity) or modulo 3; and the word problem of S3, a string of random
+//! permutations of three things, labelled with their running product.
 
 use crate::input::InputError;
 use crate::random::BookRng;
 use rand::Rng;
 
-/// The start token's id; a bit b is the token 1 + b.
+/// The start token's id; a bit b is the token 1 + b, permutation i of
+/// [`PERMUTATIONS`] the token 1 + i.
 pub const BOS: usize = 0;
-/// Token ids: the start token and the two bits.
-pub const TOKENS: usize = 3;
+
+/// The six permutations of {0, 1, 2}, the identity first: p[x] is where
+/// p sends x.
+pub const PERMUTATIONS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [1, 0, 2],
+    [0, 2, 1],
+    [2, 1, 0],
+    [1, 2, 0],
+    [2, 0, 1],
+];
+
+/// The index in [`PERMUTATIONS`] of a, then b (first a, then b).
+pub fn then(a: usize, b: usize) -> usize {
+    let (a, b) = (PERMUTATIONS[a], PERMUTATIONS[b]);
+    let c = [b[a[0]], b[a[1]], b[a[2]]];
+    PERMUTATIONS
+        .iter()
+        .position(|&p| p == c)
+        .expect("S3 is closed")
+}
 
 // ANCHOR: tracking_task
-/// What is counted: the ones so far, modulo 2 or modulo 3.
+/// What is tracked: the ones so far, modulo 2 or modulo 3, or the
+/// running product of permutations of three things (S3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Task {
     Parity,
     ModThree,
+    S3,
 }
 
 impl Task {
-    /// The classes of a label.
+    /// The classes of a label: the modulus, or the six permutations.
     pub fn modulus(self) -> usize {
         match self {
             Task::Parity => 2,
             Task::ModThree => 3,
+            Task::S3 => 6,
         }
     }
 
     /// `bits` random bits after the start token, and the label of every
-    /// bit: the ones up to and including it, modulo the task's modulus.
+    /// bit: the ones up to and including it, modulo the task's modulus
+    /// (for S3, `bits` random permutations and their running products).
     pub fn sample(self, rng: &mut BookRng, bits: usize) -> Sequence {
+        if self == Task::S3 {
+            return words_of_s3(rng, bits);
+        }
         let mut tokens = vec![BOS];
         let (mut labels, mut ones) = (Vec::with_capacity(bits), 0);
         for _ in 0..bits {
@@ -44,19 +72,41 @@ impl Task {
 }
 // ANCHOR_END: tracking_task
 
+/// `n` uniform random permutations after the start token, each labelled
+/// with the product of those up to it, in order.
+fn words_of_s3(rng: &mut BookRng, n: usize) -> Sequence {
+    let (mut tokens, mut labels, mut product) = (vec![BOS], Vec::new(), 0);
+    for _ in 0..n {
+        let g = rng.random_range(0..PERMUTATIONS.len());
+        product = then(product, g);
+        tokens.push(1 + g);
+        labels.push(product);
+    }
+    Sequence { tokens, labels }
+}
+
 impl Task {
-    pub const ALL: [Task; 2] = [Task::Parity, Task::ModThree];
+    pub const ALL: [Task; 3] = [Task::Parity, Task::ModThree, Task::S3];
 
     pub fn name(self) -> &'static str {
         match self {
             Task::Parity => "parity",
             Task::ModThree => "mod 3",
+            Task::S3 => "S3",
+        }
+    }
+
+    /// Token ids: the start token, then the bits or the permutations.
+    pub fn tokens(self) -> usize {
+        match self {
+            Task::S3 => 1 + PERMUTATIONS.len(),
+            _ => 3,
         }
     }
 }
 
-/// One sequence: the start token then the bits' tokens, and one label per
-/// bit (so one fewer than tokens).
+/// One sequence: the start token then the bits' (or permutations')
+/// tokens, and one label per bit (so one fewer than tokens).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sequence {
     pub tokens: Vec<usize>,
@@ -86,14 +136,15 @@ impl Sequence {
             return Err(InputError::BadParameter {
                 name: "token",
                 value: t + 1,
-                rule: "a bit, 1 or 2, after the start",
+                rule: "a bit or a permutation after the start",
             });
         }
-        if let Some(t) = self.tokens.iter().position(|&x| x >= TOKENS) {
+        let tokens = task.tokens();
+        if let Some(t) = self.tokens.iter().position(|&x| x >= tokens) {
             return Err(InputError::OutOfRange {
                 name: "token",
                 index: self.tokens[t],
-                len: TOKENS,
+                len: tokens,
             });
         }
         if let Some(t) = self.labels.iter().position(|&x| x >= task.modulus()) {
