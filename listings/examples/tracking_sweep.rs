@@ -46,7 +46,7 @@ fn main() {
     let wall = start.elapsed().as_secs_f64() / 60.0;
     let cpu: f64 = records.iter().map(|r| r.seconds).sum::<f64>() / 60.0;
     let comments = vec![
-        "Results of the trained tracking study of \"The transition's spectrum\" (parity and counting modulo 3, one layer; DeltaProduct with two writes per token).".to_string(),
+        "Results of the trained tracking study of \"The transition's spectrum\" (parity, counting modulo 3 and the word problem of S3; one layer, DeltaProduct with up to three writes per token).".to_string(),
         "Made by `cargo xtask tracking --commit` (listings/examples/tracking_sweep.rs); do not edit by hand.".to_string(),
         format!(
             "Machine: {} ({} threads); {}.",

@@ -62,9 +62,10 @@ const USAGE: &str =
           every core, under 15 minutes on two cores) and rewrite
           listings/data/recall.tsv, which the chapter's figure reads
   tracking [--commit]  train the one-layer models of \"The transition's
-          spectrum\" on parity and counting modulo 3: the delta rule,
+          spectrum\" on parity and counting modulo 3 (the delta rule,
           diagonal gates and DeltaProduct with two writes per token, both
-          eigenvalue ranges, every seed (release mode, every core, a
+          eigenvalue ranges) and on the word problem of S3 (DeltaProduct
+          with one to three writes), every seed (release mode, every core, a
           few minutes on two cores) into target/tracking.tsv; with
           --commit also rewrites listings/data/tracking.tsv, which the
           chapter's table reads

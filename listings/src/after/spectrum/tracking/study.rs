@@ -240,7 +240,8 @@ pub fn tracking_table() -> String {
     let (comments, _) = committed();
     let mut out = format!(
         "share of test strings whose last label is right, lowest-highest\n\
-         over seeds {SEEDS:?}; trained on 1 to {TRAIN_MAX} bits, d = {WIDTH}\n"
+         over seeds {SEEDS:?}; trained on 1 to {TRAIN_MAX} bits (for S3,\n\
+         permutations), d = {WIDTH}\n"
     );
     let mut table = Table::new()
         .left("task", 6)
