@@ -176,6 +176,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::spectrum::study::parity_table,
     },
     Output {
+        name: "spectrum-tracking",
+        run: crate::after::spectrum::tracking::study::tracking_table,
+    },
+    Output {
         name: "after-equivalence",
         run: crate::after::family::study::equivalence_table,
     },

@@ -17,6 +17,10 @@
 //!                     (release, all cores; under 15 minutes on two cores)
 //!                     into target/recall.tsv (`--commit`: rewrite
 //!                     listings/data/recall.tsv)
+//! cargo xtask tracking  train the parity and modulo-3 study of "The
+//!                     transition's spectrum" (release, all cores; a few
+//!                     minutes) into target/tracking.tsv (`--commit`:
+//!                     rewrite listings/data/tracking.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -36,7 +40,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | prose | bench | mutants>
+                    recall | tracking | prose | bench | mutants>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -63,6 +67,14 @@ const USAGE: &str =
           every core, under 15 minutes on two cores) into
           target/recall.tsv; with --commit rewrite listings/data/recall.tsv,
           which the chapter's figure reads
+  tracking [--commit]  train the one-layer models of \"The transition's
+          spectrum\" on parity and counting modulo 3 (the delta rule,
+          diagonal gates and DeltaProduct with two writes per token, both
+          eigenvalue ranges) and on the word problem of S3 (DeltaProduct
+          with one to three writes), every seed (release mode, every core, a
+          few minutes on two cores) into target/tracking.tsv; with
+          --commit rewrite listings/data/tracking.tsv instead, which the
+          chapter's table reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)
@@ -103,6 +115,15 @@ fn main() -> ExitCode {
             release_example(
                 "training the recall comparison",
                 "recall_sweep",
+                &args,
+            )
+        }
+        "tracking" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            release_example(
+                "training the tracking study",
+                "tracking_sweep",
                 &args,
             )
         }

@@ -4,6 +4,7 @@
 //! the recall comparison's runs are known in advance and taken in order.
 
 use crate::after::family::recall::study as recall;
+use crate::after::spectrum::tracking::study as tracking;
 use crate::measure::thread_cpu_seconds;
 use crate::paper::retrieval::model::Layer;
 use crate::paper::retrieval::study::sort_records;
@@ -12,6 +13,7 @@ use crate::paper::retrieval::task::Setting;
 use crate::paper::retrieval::train::Run;
 use crate::trainers::recall::train as train_recall;
 use crate::trainers::retrieval::train_fast;
+use crate::trainers::tracking::train as train_tracking;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -168,6 +170,48 @@ pub fn run_all(
                     };
                     let record = outcome
                         .map(|o| recall::Record::new(run, &o, seconds))
+                        .map_err(|e| format!("{run:?}: {e}"));
+                    let count = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Ok(r) = &record {
+                        done(r, count);
+                    }
+                    out.lock().expect("no thread panicked")[i] = Some(record);
+                }
+            });
+        }
+    });
+    let out = out.into_inner().expect("no thread panicked");
+    out.into_iter().map(|r| r.expect("every run ran")).collect()
+}
+
+/// Train every run of the tracking study of "The transition's spectrum"
+/// on `threads` threads, calling `done` after each (with the runs
+/// finished so far); the records in the plan's order, or the first run
+/// that failed and why.
+pub fn run_tracking(
+    runs: &[tracking::Run],
+    threads: usize,
+    done: impl Fn(&tracking::Record, usize) + Sync,
+) -> Result<Vec<tracking::Record>, String> {
+    let next = AtomicUsize::new(0);
+    type Slot = Option<Result<tracking::Record, String>>;
+    let out: Mutex<Vec<Slot>> = Mutex::new(vec![None; runs.len()]);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    let start = thread_cpu_seconds();
+                    let wall = std::time::Instant::now();
+                    let accuracy = train_tracking(run);
+                    let seconds = match (start, thread_cpu_seconds()) {
+                        (Some(a), Some(b)) => b - a,
+                        _ => wall.elapsed().as_secs_f64(),
+                    };
+                    let record = accuracy
+                        .map(|a| tracking::Record::new(run, a, seconds))
                         .map_err(|e| format!("{run:?}: {e}"));
                     let count = finished.fetch_add(1, Ordering::Relaxed) + 1;
                     if let Ok(r) = &record {

@@ -5,7 +5,8 @@
 //! in [0, 1] a run of ones is read monotonically and parity fails within
 //! three tokens (Grazzi et al. 2025); and DeltaProduct, n_h delta-rule
 //! steps per token, whose transition is a product of Householder matrices
-//! and can rotate.
+//! and can rotate. Its `tracking` module trains one-layer models on parity
+//! and counting modulo 3 with each range of eigenvalues.
 //!
 //! Shapes: the memory S: (m, p), values by features, as everywhere in the
 //! book; keys k: (p), values v: (m).
@@ -15,6 +16,7 @@ use crate::paper::delta_rule::{delta_rule_step, delta_transition};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 pub mod study;
+pub mod tracking;
 
 /// Every entry of `bits` is 0 or 1, and there is at least one.
 fn check_bits(bits: &[u8]) -> Result<(), InputError> {
