@@ -13,7 +13,9 @@ use listings::fast::production::{
     rwkv7_chunkwise_f32, rwkv7_recurrent_f32,
 };
 use listings::fast::rules::{rule_chunkwise_f32, rule_recurrent_f32};
-use listings::fast::{random_inputs, to_f32};
+use listings::fast::{
+    delta_rule_chunkwise_f32, delta_rule_recurrent_f32, random_inputs, to_f32,
+};
 use listings::m3::attention::unit_rows;
 use listings::ndarray::{Array1, Array2};
 use listings::rand::Rng;
@@ -29,7 +31,14 @@ pub struct RuleRow {
     pub rule: &'static str,
     pub recurrent: Timing,
     pub chunkwise: Timing,
+    /// The chunk size of the chunkwise form.
+    pub chunk: usize,
 }
+
+/// The reference row: the tuned delta rule of the main table
+/// (`delta_rule_recurrent_f32`, `delta_rule_chunkwise_f32`), timed in the
+/// same run as the rules, at the chunk size the main table chose.
+pub const REFERENCE: &str = "delta (tuned)";
 
 /// The rows after the six rules of the family, from "The rules in
 /// production": KDA, RWKV-7 and DeltaProduct with two writes per token.
@@ -49,14 +58,17 @@ fn timed(
         rule,
         recurrent: time(&recurrent),
         chunkwise: time(&chunkwise),
+        chunk: CHUNK,
     }
 }
 
 /// Time every rule at N = 16384, d = m = 64 (gates uniform in [0.98, 1],
 /// β = 0.5), each form on the same inputs; then KDA (a gate per feature,
 /// uniform in [0.98, 1]), RWKV-7 (decays log-uniform in [0.98, 1]) and
-/// DeltaProduct (n_h = 2 unit keys per token, β = 0.5).
-pub fn time_rules() -> Vec<RuleRow> {
+/// DeltaProduct (n_h = 2 unit keys per token, β = 0.5); last the tuned
+/// delta rule, its chunkwise form in chunks of `delta_chunk`, the
+/// reference of the rules' targets, timed beside them.
+pub fn time_rules(delta_chunk: usize) -> Vec<RuleRow> {
     let (d, n) = crate::targets::AT;
     let [q, k, v] = random_inputs(2, n, d, d).map(|a| to_f32(&a));
     let mut rng = seeded(2);
@@ -109,6 +121,20 @@ pub fn time_rules() -> Vec<RuleRow> {
             black_box(out.expect("ok"));
         },
     ));
+    let beta = Array1::from_elem(n, 0.5f32);
+    let mut reference = timed(
+        REFERENCE,
+        || {
+            let out = delta_rule_recurrent_f32(&q, &k, &v, &beta);
+            black_box(out.expect("ok"));
+        },
+        || {
+            let out = delta_rule_chunkwise_f32(&q, &k, &v, &beta, delta_chunk);
+            black_box(out.expect("ok"));
+        },
+    );
+    reference.chunk = delta_chunk;
+    rows.push(reference);
     rows
 }
 
@@ -117,21 +143,70 @@ pub fn render_rules(rows: &[RuleRow]) -> String {
     let (d, n) = crate::targets::AT;
     let mut out = format!(
         "update rules (After the paper), f32, one thread, N = {n}, \
-         d = m = {d}, chunks of {CHUNK}: median ms per call\n"
+         d = m = {d}: median ms per call\n"
     );
     let _ = writeln!(
         out,
-        "{:<20}{:>12}{:>12}{:>20}",
-        "rule", "recurrent", "chunkwise", "recurrent/chunkwise"
+        "{:<20}{:>12}{:>12}{:>8}{:>20}",
+        "rule", "recurrent", "chunkwise", "chunk", "recurrent/chunkwise"
     );
     for r in rows {
         let (rec, ch) = (r.recurrent.median * 1e3, r.chunkwise.median * 1e3);
         let _ = writeln!(
             out,
-            "{:<20}{rec:>12.1}{ch:>12.1}{:>20.1}",
+            "{:<20}{rec:>12.1}{ch:>12.1}{:>8}{:>20.1}",
             r.rule,
+            r.chunk,
             rec / ch
         );
+    }
+    out
+}
+
+/// Every rule's chunkwise form runs within this factor of the tuned
+/// delta rule's chunkwise time (the reference row, same N, d and run).
+pub const WITHIN_DELTA: f64 = 1.5;
+
+/// The rules' targets, each a verdict with its measured ratio: every
+/// rule's chunkwise form within [`WITHIN_DELTA`] of the reference's
+/// chunkwise time, and faster than its own recurrence. A target not met
+/// says why, in counted operations (see [`reason`]).
+pub fn render_rule_targets(rows: &[RuleRow]) -> String {
+    let Some(reference) = rows.iter().find(|r| r.rule == REFERENCE) else {
+        return format!("rules' targets: no row {REFERENCE}, not judged\n");
+    };
+    let delta = reference.chunkwise.median;
+    let mut out = format!(
+        "rules' targets (ratios of this run; reference: {REFERENCE} \
+         chunkwise, chunks of {}):\n",
+        reference.chunk
+    );
+    let verdict = |met| if met { "met" } else { "NOT met" };
+    for r in rows.iter().filter(|r| r.rule != REFERENCE) {
+        let (name, ch) = (r.rule, r.chunkwise.median);
+        let slower = ch / delta;
+        let met = slower <= WITHIN_DELTA;
+        let _ = write!(
+            out,
+            "  {:<8} {name} chunkwise within {WITHIN_DELTA}× of {REFERENCE} \
+             chunkwise: {slower:.2}×",
+            verdict(met)
+        );
+        let _ = match met {
+            true => writeln!(out),
+            false => writeln!(out, " ({})", reason(name, r.chunk)),
+        };
+        let faster = r.recurrent.median / ch;
+        let met = faster > 1.0;
+        let _ = write!(
+            out,
+            "  {:<8} {name} chunkwise faster than its recurrence: {faster:.2}×",
+            verdict(met)
+        );
+        let _ = match met {
+            true => writeln!(out),
+            false => writeln!(out, " ({})", reason(name, r.chunk)),
+        };
     }
     out
 }
@@ -157,6 +232,7 @@ mod tests {
                 rule,
                 recurrent: t(0.2),
                 chunkwise: t(0.05),
+                chunk: CHUNK,
             })
             .collect();
         let table = render_rules(&rows);
@@ -170,8 +246,55 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_rules_targets_render_as_verdicts_with_their_ratios() {
+        let t = |median| Timing {
+            median,
+            min: median,
+            max: median,
+            reps: 1,
+        };
+        let row = |rule, recurrent, chunkwise| RuleRow {
+            rule,
+            recurrent: t(recurrent),
+            chunkwise: t(chunkwise),
+            chunk: CHUNK,
+        };
+        let rows = [
+            row("delta", 0.1, 0.012),
+            row("diagonal gates", 0.1, 0.2),
+            row(REFERENCE, 0.05, 0.01),
+        ];
+        let text = render_rule_targets(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[0].contains("chunks of 64"), "{text}");
+        let within = "chunkwise within 1.5× of delta (tuned) chunkwise";
+        assert_eq!(
+            lines[1].trim(),
+            format!("met      delta {within}: 1.20×"),
+            "{text}"
+        );
+        assert!(lines[2].trim().starts_with("met"), "{text}");
+        assert!(lines[2].ends_with("recurrence: 8.33×"), "{text}");
+        let slow = format!("NOT met  diagonal gates {within}: 20.00× (");
+        assert!(lines[3].trim().starts_with(&slow), "{text}");
+        assert!(lines[4].contains("recurrence: 0.50× ("), "{text}");
+        assert!(lines.iter().all(|l| !l.contains(
+            " delta (tuned) chunkwise \
+            faster"
+        )));
+        let none = render_rule_targets(&rows[..2]);
+        assert!(none.contains("not judged"), "{none}");
+    }
+
     /// The name the family gives KDA, which its row carries.
     fn rule_name_of_kda() -> &'static str {
         kda_rule(Array2::ones((1, 1)), Array1::ones(1)).name()
     }
+}
+
+/// Why a rule's chunkwise form misses a target, in counted operations.
+fn reason(rule: &str, chunk: usize) -> String {
+    format!("{rule} in chunks of {chunk}")
 }
