@@ -5,7 +5,7 @@
 //! No verdicts: the rows show what each transition costs, measured in one
 //! run.
 
-use crate::timing::{Timing, time};
+use crate::timing::{Timing, cpu_seconds, time};
 use listings::after::family::{Rule, six_rules};
 use listings::after::production::{Rwkv7, kda_rule, random_rwkv7};
 use listings::fast::production::{
@@ -20,11 +20,16 @@ use listings::m3::attention::unit_rows;
 use listings::ndarray::{Array1, Array2};
 use listings::rand::Rng;
 use listings::random::{randn, seeded};
+use listings::summary::Spread;
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-/// The chunk size of every rule's chunkwise row.
+/// The chunk size of every rule's chunkwise row when it is not chosen.
 pub const CHUNK: usize = 64;
+
+/// The chunk sizes each rule's chunkwise form is tried at; its row takes
+/// the fastest, as the main table does for the tuned forms.
+pub const RULE_CHUNKS: [usize; 3] = [16, 32, 64];
 
 /// One rule timed both ways.
 pub struct RuleRow {
@@ -47,18 +52,40 @@ pub const PRODUCTION_ROWS: [&str; 3] = ["KDA", "RWKV-7", "DeltaProduct n_h=2"];
 /// The writes per token of DeltaProduct's row.
 pub const N_H: usize = 2;
 
-/// One row: both forms timed on the same inputs.
+/// One row: both forms timed on the same inputs, the chunkwise form in
+/// the fastest of `chunks` (the median of three rounds of every size).
 fn timed(
     rule: &'static str,
     recurrent: impl Fn(),
-    chunkwise: impl Fn(),
+    chunkwise: impl Fn(usize),
+    chunks: &[usize],
 ) -> RuleRow {
-    eprintln!("after the paper: {rule}");
+    let mut samples = vec![Vec::new(); chunks.len()];
+    if chunks.len() > 1 {
+        for _ in 0..3 {
+            for (&c, s) in chunks.iter().zip(&mut samples) {
+                let start = cpu_seconds();
+                chunkwise(c);
+                s.push(cpu_seconds() - start);
+            }
+        }
+    }
+    let median = |s: &Vec<f64>| Spread::of(s).median;
+    let chunk = match chunks.len() {
+        1 => chunks[0],
+        _ => chunks
+            .iter()
+            .zip(&samples)
+            .min_by(|a, b| median(a.1).total_cmp(&median(b.1)))
+            .map(|(&c, _)| c)
+            .expect("chunk sizes"),
+    };
+    eprintln!("after the paper: {rule}, chunks of {chunk}");
     RuleRow {
         rule,
         recurrent: time(&recurrent),
-        chunkwise: time(&chunkwise),
-        chunk: CHUNK,
+        chunkwise: time(|| chunkwise(chunk)),
+        chunk,
     }
 }
 
@@ -86,10 +113,11 @@ pub fn time_rules(delta_chunk: usize) -> Vec<RuleRow> {
                     let out = rule_recurrent_f32(rule, &q, &k, &v);
                     black_box(out.expect("ok"));
                 },
-                || {
-                    let out = rule_chunkwise_f32(rule, &q, &k, &v, CHUNK);
+                |c| {
+                    let out = rule_chunkwise_f32(rule, &q, &k, &v, c);
                     black_box(out.expect("ok"));
                 },
+                &RULE_CHUNKS,
             )
         })
         .collect();
@@ -99,10 +127,11 @@ pub fn time_rules(delta_chunk: usize) -> Vec<RuleRow> {
         || {
             black_box(rwkv7_recurrent_f32(&q, &v, &g).expect("ok"));
         },
-        || {
-            let out = rwkv7_chunkwise_f32(&q, &v, &g, CHUNK);
+        |c| {
+            let out = rwkv7_chunkwise_f32(&q, &v, &g, c);
             black_box(out.expect("ok"));
         },
+        &RULE_CHUNKS,
     ));
     let keys = to_f32(&unit_rows(&randn(&mut rng, n * N_H, d)));
     let values = to_f32(&randn(&mut rng, n * N_H, d));
@@ -114,27 +143,26 @@ pub fn time_rules(delta_chunk: usize) -> Vec<RuleRow> {
                 delta_product_recurrent_f32(&q, &keys, &values, &beta, N_H);
             black_box(out.expect("ok"));
         },
-        || {
-            let out = delta_product_chunkwise_f32(
-                &q, &keys, &values, &beta, N_H, CHUNK,
-            );
+        |c| {
+            let out =
+                delta_product_chunkwise_f32(&q, &keys, &values, &beta, N_H, c);
             black_box(out.expect("ok"));
         },
+        &RULE_CHUNKS,
     ));
     let beta = Array1::from_elem(n, 0.5f32);
-    let mut reference = timed(
+    rows.push(timed(
         REFERENCE,
         || {
             let out = delta_rule_recurrent_f32(&q, &k, &v, &beta);
             black_box(out.expect("ok"));
         },
-        || {
-            let out = delta_rule_chunkwise_f32(&q, &k, &v, &beta, delta_chunk);
+        |c| {
+            let out = delta_rule_chunkwise_f32(&q, &k, &v, &beta, c);
             black_box(out.expect("ok"));
         },
-    );
-    reference.chunk = delta_chunk;
-    rows.push(reference);
+        &[delta_chunk],
+    ));
     rows
 }
 
@@ -143,7 +171,8 @@ pub fn render_rules(rows: &[RuleRow]) -> String {
     let (d, n) = crate::targets::AT;
     let mut out = format!(
         "update rules (After the paper), f32, one thread, N = {n}, \
-         d = m = {d}: median ms per call\n"
+         d = m = {d}: median ms per call; chunk: the fastest of \
+         {RULE_CHUNKS:?} for each rule, the main table's for {REFERENCE}\n"
     );
     let _ = writeln!(
         out,
