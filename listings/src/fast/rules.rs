@@ -123,7 +123,7 @@ pub fn rule_chunkwise_f32(
 /// exponentials: e^(g_i − g_j) = e^(g_i − g_r) e^(g_r − g_j) with both
 /// factors in [e^−SPAN, e^SPAN], far inside f32's normal range, so the
 /// product is the exponential of the difference to f32 precision.
-const SPAN: f64 = 30.0;
+pub(super) const SPAN: f64 = 30.0;
 
 /// The sub-chunk of secondary chunking, in tokens, when a chunk's
 /// log-gates span more than `SPAN`; also the block of the triangular
