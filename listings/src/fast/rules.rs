@@ -413,6 +413,52 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn f32_chunks_split_into_sub_chunks_keep_f32_precision() {
+        // Gates log-uniform in [e^−1.2, 1]: a chunk of 64 tokens spans
+        // more than SPAN nats (so secondary chunking), a sub-chunk of 16
+        // far less (so its own product too); a chunk of 16, one product.
+        // Every gated rule's chunkwise reads are within 1e-5 of the f64
+        // recurrence's (relative, row by row), as the f32 recurrence's are.
+        use crate::after::production::{kda_rule, log_uniform_gates};
+        let (n, p, m) = (700, 16, 8);
+        let lo = (-1.2f64).exp();
+        for seed in 0..3 {
+            let mut rng = seeded(seed);
+            let [q, k, v] = random_qkv(seed, n, p, m);
+            let (q32, k32, v32) = (to_f32(&q), to_f32(&k), to_f32(&v));
+            let token =
+                log_uniform_gates(&mut rng, n, 1, lo).column(0).to_owned();
+            let beta = Array1::from_elem(n, 0.5);
+            let rules = [
+                Rule::ScalarDecay(token.clone()),
+                Rule::DiagonalGates(log_uniform_gates(&mut rng, n, p, lo)),
+                Rule::GatedDelta {
+                    alpha: token,
+                    beta: beta.clone(),
+                },
+                kda_rule(log_uniform_gates(&mut rng, n, p, lo), beta),
+            ];
+            for rule in rules {
+                let want = rule_recurrent(&rule, &q, &k, &v).unwrap().output;
+                let rec = rule_recurrent_f32(&rule, &q32, &k32, &v32);
+                let rec = to_f64(&rec.unwrap());
+                let rec = worst_row_relative_difference(&rec, &want);
+                assert!(rec < 1e-5, "{} recurrent: {rec}", rule.name());
+                for chunk in [16, 64, 200] {
+                    let ch = rule_chunkwise_f32(&rule, &q32, &k32, &v32, chunk);
+                    let got = to_f64(&ch.unwrap());
+                    let diff = worst_row_relative_difference(&got, &want);
+                    let name = rule.name();
+                    eprintln!(
+                        "{name} C {chunk}: {diff:.1e} (recurrent {rec:.1e})"
+                    );
+                    assert!(diff < 1e-5, "{name} C {chunk}: {diff} {rec}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
