@@ -451,9 +451,6 @@ mod tests {
                     let got = to_f64(&ch.unwrap());
                     let diff = worst_row_relative_difference(&got, &want);
                     let name = rule.name();
-                    eprintln!(
-                        "{name} C {chunk}: {diff:.1e} (recurrent {rec:.1e})"
-                    );
                     assert!(diff < 1e-5, "{name} C {chunk}: {diff} {rec}");
                 }
             }
