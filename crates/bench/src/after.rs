@@ -246,6 +246,78 @@ pub fn render_rule_targets(rows: &[RuleRow]) -> String {
     out
 }
 
+/// What a rule's forms do per token at d = p = m (the targets' width), in
+/// chunks of `c`: the chunk's matrix-product and substitution operations
+/// (as `fast::rules::chunk_f32` and `fast::production` compute them when
+/// the chunk's gates span little), its exponentials and logarithms in
+/// f64 (the rule's log-gates included), and its recurrence's operations.
+pub struct PerToken {
+    pub chunk_ops: f64,
+    pub exps: f64,
+    pub logs: f64,
+    pub recurrent_ops: f64,
+}
+
+/// [`PerToken`] for the row named `rule`, in chunks of `c`.
+pub fn per_token(rule: &str, c: usize) -> PerToken {
+    let d = crate::targets::AT.0 as f64;
+    let c = c as f64;
+    // [S; M] = [Γ⊙K; Γ⊙Q] (K⊙e^−G)ᵀ, [Γ⊙K; Γ⊙Q] W₀ᵀ, M U, Uᵀ K (W) and
+    // the substitution, per token.
+    let family = |c: f64| 4.0 * c * d + 6.0 * d * d + 2.0 * c * d + c * d;
+    let (per_feature, per_token_gate) = match rule {
+        "diagonal gates" | "KDA" => (d, 0.0),
+        "scalar decay" | "gated delta" => (0.0, 1.0),
+        _ => (0.0, 0.0),
+    };
+    match rule {
+        // Four decayed score matrices, five products with W₀, V or the
+        // substitution's result, two writes of W.
+        "RWKV-7" => PerToken {
+            chunk_ops: 8.0 * c * d + 8.0 * d * d + 7.0 * c * d,
+            exps: 3.0 * d,
+            logs: d,
+            recurrent_ops: 9.0 * d * d,
+        },
+        // N_H pseudo-tokens per token, N_H c per chunk, every one read.
+        "DeltaProduct n_h=2" => {
+            let h = N_H as f64;
+            PerToken {
+                chunk_ops: h * family(h * c),
+                exps: h,
+                logs: 0.0,
+                recurrent_ops: h * 4.0 * d * d + 2.0 * d * d,
+            }
+        }
+        _ => PerToken {
+            chunk_ops: family(c),
+            exps: per_feature.max(1.0),
+            logs: per_feature + per_token_gate,
+            // Per entry of W: the gate, the read, the write, the output.
+            recurrent_ops: 7.0 * d * d,
+        },
+    }
+}
+
+/// Why a rule's chunkwise form misses a target, in counted operations per
+/// token: its chunk's against the reference's (chunks of `ref_chunk`) and
+/// its own recurrence's, and the f64 exponentials and logarithms that
+/// neither matrix products nor the reference pay.
+fn reason(rule: &str, chunk: usize, ref_chunk: usize) -> String {
+    let (d, n) = crate::targets::AT;
+    let delta =
+        arithmetic(Timed::DeltaChunkwise, n, d, d, ref_chunk) / n as f64;
+    let t = per_token(rule, chunk);
+    format!(
+        "per token, its chunk does {:.2}× the reference's operations and \
+         {:.2}× its recurrence's, with {} exp and {} ln in f64",
+        t.chunk_ops / delta,
+        t.chunk_ops / t.recurrent_ops,
+        t.exps,
+        t.logs
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,76 +400,4 @@ mod tests {
     fn rule_name_of_kda() -> &'static str {
         kda_rule(Array2::ones((1, 1)), Array1::ones(1)).name()
     }
-}
-
-/// What a rule's forms do per token at d = p = m (the targets' width), in
-/// chunks of `c`: the chunk's matrix-product and substitution operations
-/// (as `fast::rules::chunk_f32` and `fast::production` compute them when
-/// the chunk's gates span little), its exponentials and logarithms in
-/// f64 (the rule's log-gates included), and its recurrence's operations.
-pub struct PerToken {
-    pub chunk_ops: f64,
-    pub exps: f64,
-    pub logs: f64,
-    pub recurrent_ops: f64,
-}
-
-/// [`PerToken`] for the row named `rule`, in chunks of `c`.
-pub fn per_token(rule: &str, c: usize) -> PerToken {
-    let d = crate::targets::AT.0 as f64;
-    let c = c as f64;
-    // [S; M] = [Γ⊙K; Γ⊙Q] (K⊙e^−G)ᵀ, [Γ⊙K; Γ⊙Q] W₀ᵀ, M U, Uᵀ K (W) and
-    // the substitution, per token.
-    let family = |c: f64| 4.0 * c * d + 6.0 * d * d + 2.0 * c * d + c * d;
-    let (per_feature, per_token_gate) = match rule {
-        "diagonal gates" | "KDA" => (d, 0.0),
-        "scalar decay" | "gated delta" => (0.0, 1.0),
-        _ => (0.0, 0.0),
-    };
-    match rule {
-        // Four decayed score matrices, five products with W₀, V or the
-        // substitution's result, two writes of W.
-        "RWKV-7" => PerToken {
-            chunk_ops: 8.0 * c * d + 8.0 * d * d + 7.0 * c * d,
-            exps: 3.0 * d,
-            logs: d,
-            recurrent_ops: 9.0 * d * d,
-        },
-        // N_H pseudo-tokens per token, N_H c per chunk, every one read.
-        "DeltaProduct n_h=2" => {
-            let h = N_H as f64;
-            PerToken {
-                chunk_ops: h * family(h * c),
-                exps: h,
-                logs: 0.0,
-                recurrent_ops: h * 4.0 * d * d + 2.0 * d * d,
-            }
-        }
-        _ => PerToken {
-            chunk_ops: family(c),
-            exps: per_feature.max(1.0),
-            logs: per_feature + per_token_gate,
-            // Per entry of W: the gate, the read, the write, the output.
-            recurrent_ops: 7.0 * d * d,
-        },
-    }
-}
-
-/// Why a rule's chunkwise form misses a target, in counted operations per
-/// token: its chunk's against the reference's (chunks of `ref_chunk`) and
-/// its own recurrence's, and the f64 exponentials and logarithms that
-/// neither matrix products nor the reference pay.
-fn reason(rule: &str, chunk: usize, ref_chunk: usize) -> String {
-    let (d, n) = crate::targets::AT;
-    let delta =
-        arithmetic(Timed::DeltaChunkwise, n, d, d, ref_chunk) / n as f64;
-    let t = per_token(rule, chunk);
-    format!(
-        "per token, its chunk does {:.2}× the reference's operations and \
-         {:.2}× its recurrence's, with {} exp and {} ln in f64",
-        t.chunk_ops / delta,
-        t.chunk_ops / t.recurrent_ops,
-        t.exps,
-        t.logs
-    )
 }
