@@ -73,6 +73,9 @@ fn main() {
     if std::env::args().any(|a| a == "crossover") {
         return softmax_baseline(ceiling_points, started, commit);
     }
+    if std::env::args().any(|a| a == "rules") {
+        return rules_only(started);
+    }
 
     let (chunk_for, chunk_times) = choose_chunks();
     let (rows, allocations) = time_forms(&chunk_for, started);
@@ -99,7 +102,9 @@ fn main() {
     };
     let tsv = forms::to_tsv(&rows, (ceiling, &engines), &machine, command);
     println!("wrote {}", write_data("bench.tsv", &tsv, commit));
-    println!("{}", after::render_rules(&after::time_rules()));
+    let rules = after::time_rules(delta_chunk64);
+    println!("{}", after::render_rules(&rules));
+    println!("{}", after::render_rule_targets(&rules));
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
     println!("{}", render_scaling(&scaling));
@@ -167,6 +172,19 @@ fn softmax_baseline(
         "wrote {}",
         write_data("crossover.tsv", &data.to_tsv(), commit)
     );
+    println!("in {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// `cargo xtask bench rules`: the update rules' table and their targets
+/// only, the tuned delta rule beside them in chunks of the size the main
+/// table would choose; nothing written.
+fn rules_only(started: Instant) {
+    let (chunk_for, _) = choose_chunks();
+    let (d64, [_, delta_chunk64]) = chunk_for[0];
+    assert_eq!(d64, 64, "the first width is the targets'");
+    let rules = after::time_rules(delta_chunk64);
+    println!("{}", after::render_rules(&rules));
+    println!("{}", after::render_rule_targets(&rules));
     println!("in {:.0} s", started.elapsed().as_secs_f64());
 }
 

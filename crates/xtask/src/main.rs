@@ -32,6 +32,7 @@
 //!                     listings/data/mutants.tsv
 //! cargo xtask bench crossover   softmax against linear attention, prefill
 //!                     and decode, into target/bench/crossover.tsv
+//! cargo xtask bench rules   the update rules' table and targets only
 //!                     (`--commit`: also listings/data/crossover.tsv)
 //! ```
 
@@ -185,20 +186,25 @@ fn bench() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(2).collect();
     if let Some(other) = args
         .iter()
-        .find(|a| !["crossover", "--commit"].contains(&a.as_str()))
+        .find(|a| !["crossover", "rules", "--commit"].contains(&a.as_str()))
     {
         return Err(Failure(format!(
-            "unknown bench argument `{other}` (crossover, --commit)\n\n{USAGE}"
+            "unknown bench argument `{other}` (crossover, rules, --commit)\n\n\
+             {USAGE}"
         )));
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let crossover = args.contains(&"crossover");
-    let what = match crossover {
-        true => "timing softmax against linear attention, prefill and decode",
-        false => "benchmarking every schedule",
+    let rules = args.contains(&"rules");
+    let what = if crossover {
+        "timing softmax against linear attention, prefill and decode"
+    } else if rules {
+        "timing the update rules of the family against the tuned delta rule"
+    } else {
+        "benchmarking every schedule"
     };
     release_binary(what, "bench", &args)?;
-    if !crossover {
+    if !crossover && !rules {
         warm_rebuild()?;
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! what its f64 form in `after::production` computes, to f32 precision;
 //! KDA needs nothing here, as it is a rule of `fast::rules`.
 
-use super::rules::chunk_f32;
+use super::rules::{SPAN, chunk_f32};
 use super::to_f64;
 use crate::after::production::{Rwkv7, prepare_rwkv7};
 use crate::after::spectrum::check_delta_product;
@@ -144,21 +144,44 @@ pub fn rwkv7_chunkwise_f32(
             (Array2::zeros((c, c)), Array2::zeros((c, c)));
         let (mut m_erase, mut m_write) =
             (Array2::zeros((c, c)), Array2::zeros((c, c)));
-        for i in 0..c {
-            for j in 0..=i {
-                let (mut pe, mut pw, mut me, mut mw) = (0f32, 0f32, 0f32, 0f32);
-                for f in 0..p {
-                    let e = ex(lam[[i, f]] - lam[[j, f]]);
-                    me += qc[[i, f]] * erase[[j, f]] * e;
-                    mw += qc[[i, f]] * kc[[j, f]] * e;
-                    if j < i {
-                        let e = ex(before[[i, f]] - lam[[j, f]]);
-                        pe += rc[[i, f]] * erase[[j, f]] * e;
-                        pw += rc[[i, f]] * kc[[j, f]] * e;
-                    }
+        let span = -lam.row(c - 1).fold(0.0f64, |lo, &x| lo.min(x));
+        if span <= SPAN {
+            // Products of exponentials, every factor in [e^−SPAN, e^SPAN]
+            // (see `rules::chunk_f32`), masked below.
+            let down = lam.mapv(ex);
+            let back = down.mapv(|x| 1.0 / x);
+            let (e_back, k_back) = (&erase * &back, &kc * &back);
+            let (q_down, r_down) = (&qc * &down, &rc * &before.mapv(ex));
+            m_erase = q_down.dot(&e_back.t());
+            m_write = q_down.dot(&k_back.t());
+            p_erase = r_down.dot(&e_back.t());
+            p_write = r_down.dot(&k_back.t());
+            for i in 0..c {
+                for a in [&mut m_erase, &mut m_write] {
+                    a.slice_mut(s![i, i + 1..]).fill(0.0);
                 }
-                (p_erase[[i, j]], p_write[[i, j]]) = (pe, pw);
-                (m_erase[[i, j]], m_write[[i, j]]) = (me, mw);
+                for a in [&mut p_erase, &mut p_write] {
+                    a.slice_mut(s![i, i..]).fill(0.0);
+                }
+            }
+        } else {
+            for i in 0..c {
+                for j in 0..=i {
+                    let (mut pe, mut pw, mut me, mut mw) =
+                        (0f32, 0f32, 0f32, 0f32);
+                    for f in 0..p {
+                        let e = ex(lam[[i, f]] - lam[[j, f]]);
+                        me += qc[[i, f]] * erase[[j, f]] * e;
+                        mw += qc[[i, f]] * kc[[j, f]] * e;
+                        if j < i {
+                            let e = ex(before[[i, f]] - lam[[j, f]]);
+                            pe += rc[[i, f]] * erase[[j, f]] * e;
+                            pw += rc[[i, f]] * kc[[j, f]] * e;
+                        }
+                    }
+                    (p_erase[[i, j]], p_write[[i, j]]) = (pe, pw);
+                    (m_erase[[i, j]], m_write[[i, j]]) = (me, mw);
+                }
             }
         }
         let gamma_before = before.mapv(ex);
