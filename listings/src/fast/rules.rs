@@ -457,32 +457,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-mod profile {
-    use super::*;
-    use crate::after::family::six_rules;
-    use crate::fast::{random_inputs, to_f32};
-    use crate::random::seeded;
-
-    /// Runs every rule's chunkwise form a few times at the bench's size,
-    /// for a profiler; run by hand (`--ignored`), checks nothing.
-    #[test]
-    #[ignore = "a profiling harness, no check"]
-    fn profile_rule_chunks() {
-        let (n, d) = (16384, 64);
-        let [q, k, v] = random_inputs(2, n, d, d).map(|a| to_f32(&a));
-        let which: String = std::env::var("RULE").unwrap_or_default();
-        for rule in six_rules(&mut seeded(2), n, d, None, Some(0.5)) {
-            if !rule.name().contains(which.as_str()) {
-                continue;
-            }
-            let t = std::time::Instant::now();
-            for _ in 0..10 {
-                let out = rule_chunkwise_f32(&rule, &q, &k, &v, 64);
-                std::hint::black_box(out.unwrap());
-            }
-            eprintln!("{}: {:?}", rule.name(), t.elapsed() / 10);
-        }
-    }
-}
