@@ -151,37 +151,13 @@ pub fn run_all(
     threads: usize,
     done: impl Fn(&recall::Record, usize) + Sync,
 ) -> Result<Vec<recall::Record>, String> {
-    let next = AtomicUsize::new(0);
-    type Slot = Option<Result<recall::Record, String>>;
-    let out: Mutex<Vec<Slot>> = Mutex::new(vec![None; runs.len()]);
-    let finished = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(run) = runs.get(i) else { break };
-                    let start = thread_cpu_seconds();
-                    let wall = std::time::Instant::now();
-                    let outcome = train_recall(run);
-                    let seconds = match (start, thread_cpu_seconds()) {
-                        (Some(a), Some(b)) => b - a,
-                        _ => wall.elapsed().as_secs_f64(),
-                    };
-                    let record = outcome
-                        .map(|o| recall::Record::new(run, &o, seconds))
-                        .map_err(|e| format!("{run:?}: {e}"));
-                    let count = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                    if let Ok(r) = &record {
-                        done(r, count);
-                    }
-                    out.lock().expect("no thread panicked")[i] = Some(record);
-                }
-            });
-        }
-    });
-    let out = out.into_inner().expect("no thread panicked");
-    out.into_iter().map(|r| r.expect("every run ran")).collect()
+    run_each(
+        runs,
+        threads,
+        |run| train_recall(run).map_err(|e| e.to_string()),
+        |run, outcome, seconds| recall::Record::new(run, &outcome, seconds),
+        done,
+    )
 }
 
 /// Train every run of the tracking study of "The transition's spectrum"
@@ -193,9 +169,34 @@ pub fn run_tracking(
     threads: usize,
     done: impl Fn(&tracking::Record, usize) + Sync,
 ) -> Result<Vec<tracking::Record>, String> {
+    run_each(
+        runs,
+        threads,
+        |run| train_tracking(run).map_err(|e| e.to_string()),
+        tracking::Record::new,
+        done,
+    )
+}
+
+/// Every run of a plan trained on `threads` threads, each taken by the
+/// next free thread: `train` trains one, `record` makes its record from
+/// what training returned and the CPU seconds it took (wall seconds
+/// where the system has no thread clock), and `done` is called after
+/// each with the number finished so far.
+fn run_each<R, T, Rec>(
+    runs: &[R],
+    threads: usize,
+    train: impl Fn(&R) -> Result<T, String> + Sync,
+    record: impl Fn(&R, T, f64) -> Rec + Sync,
+    done: impl Fn(&Rec, usize) + Sync,
+) -> Result<Vec<Rec>, String>
+where
+    R: Sync + std::fmt::Debug,
+    Rec: Send,
+{
     let next = AtomicUsize::new(0);
-    type Slot = Option<Result<tracking::Record, String>>;
-    let out: Mutex<Vec<Slot>> = Mutex::new(vec![None; runs.len()]);
+    let out: Mutex<Vec<Option<Result<Rec, String>>>> =
+        Mutex::new(runs.iter().map(|_| None).collect());
     let finished = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
@@ -205,19 +206,19 @@ pub fn run_tracking(
                     let Some(run) = runs.get(i) else { break };
                     let start = thread_cpu_seconds();
                     let wall = std::time::Instant::now();
-                    let accuracy = train_tracking(run);
+                    let outcome = train(run);
                     let seconds = match (start, thread_cpu_seconds()) {
                         (Some(a), Some(b)) => b - a,
                         _ => wall.elapsed().as_secs_f64(),
                     };
-                    let record = accuracy
-                        .map(|a| tracking::Record::new(run, a, seconds))
+                    let made = outcome
+                        .map(|o| record(run, o, seconds))
                         .map_err(|e| format!("{run:?}: {e}"));
                     let count = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                    if let Ok(r) = &record {
+                    if let Ok(r) = &made {
                         done(r, count);
                     }
-                    out.lock().expect("no thread panicked")[i] = Some(record);
+                    out.lock().expect("no thread panicked")[i] = Some(made);
                 }
             });
         }
@@ -229,6 +230,46 @@ pub fn run_tracking(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_run_is_trained_once_and_recorded_in_the_plans_order() {
+        let runs: Vec<u64> = (0..23).collect();
+        for threads in [1, 2, 5] {
+            let counts = Mutex::new(Vec::new());
+            let records = run_each(
+                &runs,
+                threads,
+                |&r| Ok(r * r),
+                |&r, squared, seconds| {
+                    assert!(seconds >= 0.0);
+                    (r, squared)
+                },
+                |_, count| counts.lock().unwrap().push(count),
+            )
+            .unwrap();
+            let want: Vec<(u64, u64)> =
+                runs.iter().map(|&r| (r, r * r)).collect();
+            assert_eq!(records, want, "{threads} threads");
+            let mut counts = counts.into_inner().unwrap();
+            counts.sort();
+            assert_eq!(counts, (1..=runs.len()).collect::<Vec<_>>());
+        }
+        // A run that fails is named in the error.
+        let failed = run_each(
+            &runs,
+            2,
+            |&r| {
+                if r == 7 {
+                    Err("diverged".to_string())
+                } else {
+                    Ok(r)
+                }
+            },
+            |_, r, _| r,
+            |_, _| {},
+        );
+        assert_eq!(failed.unwrap_err(), "7: diverged");
+    }
     use crate::paper::retrieval::model::{Phi, Rule};
     use crate::paper::retrieval::sweep::run;
 
