@@ -389,6 +389,36 @@ pub fn check_write<T: Entry>(
     nonempty_finite("k", &row)
 }
 
+/// A trained model's weights, as its own functions made them: slice i,
+/// named `names[i]`, has `want[i]` entries, all finite. `sized_by` says
+/// what sets the sizes ("its size for this model"), `rule` how they are
+/// made, for the error.
+pub fn weights_fit<T: num_traits::Float>(
+    weights: &[&[T]],
+    (names, want): (&[&'static str], &[usize]),
+    sized_by: &'static str,
+    rule: &'static str,
+) -> Result<(), InputError> {
+    for ((x, &len), &name) in weights.iter().zip(want).zip(names) {
+        if x.len() != len {
+            return Err(InputError::ShapeMismatch {
+                left: (name, [x.len(), 1]),
+                right: (sized_by, [len, 1]),
+                rule,
+            });
+        }
+        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+            let value = x[i].to_f64().unwrap_or(f64::NAN);
+            return Err(InputError::NonFinite {
+                name,
+                at: [i, 0],
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A number a step takes (a write strength, a decay) is finite.
 pub fn finite_number(name: &'static str, x: f64) -> Result<(), InputError> {
     match x.is_finite() {

@@ -13,7 +13,7 @@
 //! cross-entropy of the right value, summed over the queries.
 
 use crate::after::family::recall::task::{Sequence, Task, Token};
-use crate::input::InputError;
+use crate::input::{InputError, weights_fit};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};
@@ -369,26 +369,13 @@ fn check_weights<F: Float>(
             rule: "a width of at least one",
         });
     }
-    let want = params.sizes(shape, mixer);
     let names = ["Q", "K", "V", "G", "g", "O", "o"];
-    for ((x, len), name) in params.slices().into_iter().zip(want).zip(names) {
-        if x.len() != len {
-            return Err(InputError::ShapeMismatch {
-                left: (name, [x.len(), 1]),
-                right: ("its size for this shape", [len, 1]),
-                rule: "weights made by Params::init for this shape and mixer",
-            });
-        }
-        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
-            let value = x[i].to_f64().unwrap_or(f64::NAN);
-            return Err(InputError::NonFinite {
-                name,
-                at: [i, 0],
-                value,
-            });
-        }
-    }
-    Ok(())
+    weights_fit(
+        &params.slices(),
+        (&names, &params.sizes(shape, mixer)),
+        "its size for this shape",
+        "weights made by Params::init for this shape and mixer",
+    )
 }
 
 /// That the sequence is one of the task's: 2n tokens whose symbols exist,

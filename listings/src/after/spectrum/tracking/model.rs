@@ -13,7 +13,7 @@
 //! loss is the cross-entropy of every bit's label, summed.
 
 use crate::after::spectrum::tracking::task::{Sequence, Task};
-use crate::input::InputError;
+use crate::input::{InputError, weights_fit};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};
@@ -237,24 +237,12 @@ fn check_weights(model: Model, params: &Params) -> Result<(), InputError> {
         });
     }
     let names = ["Q", "K", "V", "G", "O", "o"];
-    let want = Params::sizes(model);
-    for ((x, len), name) in params.slices().into_iter().zip(want).zip(names) {
-        if x.len() != len {
-            return Err(InputError::ShapeMismatch {
-                left: (name, [x.len(), 1]),
-                right: ("its size for this model", [len, 1]),
-                rule: "weights made by Params::init for this model",
-            });
-        }
-        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
-            return Err(InputError::NonFinite {
-                name,
-                at: [i, 0],
-                value: x[i],
-            });
-        }
-    }
-    Ok(())
+    weights_fit(
+        &params.slices(),
+        (&names, &Params::sizes(model)),
+        "its size for this model",
+        "weights made by Params::init for this model",
+    )
 }
 
 /// The loss and labels of one sequence; with `grad`, also adds `scale`
