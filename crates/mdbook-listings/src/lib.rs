@@ -42,6 +42,7 @@
 
 pub mod book;
 pub mod claim;
+pub mod fnv;
 pub mod katex_guard;
 pub mod verify;
 

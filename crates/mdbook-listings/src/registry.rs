@@ -104,12 +104,8 @@ impl Registry for Cached<'_> {
 /// FNV-1a over this program's bytes and over every file under
 /// `listings/src` and `listings/data` (path and content, in sorted order).
 fn cache_key(root: &std::path::Path) -> Option<u64> {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut add = |bytes: &[u8]| {
-        for &b in bytes {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut hash = crate::fnv::START;
+    let mut add = |bytes: &[u8]| hash = crate::fnv::more(hash, bytes);
     add(&std::fs::read(std::env::current_exe().ok()?).ok()?);
     let mut files = Vec::new();
     let mut todo = vec![root.join("listings/src"), root.join("listings/data")];
