@@ -354,15 +354,27 @@ pub fn no_negative_feature<T: Entry>(
     name: &'static str,
     a: &ArrayRef2<T>,
 ) -> Result<(), InputError> {
-    match a.indexed_iter().find(|(_, x)| x.widen() < 0.0) {
-        None => Ok(()),
-        Some(((i, j), x)) => Err(InputError::Outside {
+    let allowed = "[0, ∞): a negative feature can make a weight negative, \
+                   and the read no average";
+    first_outside(name, a, |x| x >= 0.0, allowed)
+}
+
+/// Every entry of `x` passes `ok` (a range such as a gate's (0, 1]); else
+/// an error naming the first that does not, and the range it must lie in.
+pub fn first_outside<T: Entry>(
+    name: &'static str,
+    x: &ArrayRef2<T>,
+    ok: impl Fn(f64) -> bool,
+    allowed: &'static str,
+) -> Result<(), InputError> {
+    match x.indexed_iter().find(|(_, v)| !ok(v.widen())) {
+        Some(((i, j), v)) => Err(InputError::Outside {
             name,
             at: [i, j],
-            value: x.widen(),
-            allowed: "[0, ∞): a negative feature can make a weight \
-                      negative, and the read no average",
+            value: v.widen(),
+            allowed,
         }),
+        None => Ok(()),
     }
 }
 

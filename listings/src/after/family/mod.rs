@@ -9,6 +9,7 @@
 
 use crate::input::{
     InputError, check_chunk, check_qkv, check_write, finite, finite_number,
+    first_outside,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::paper::delta_rule::forward_substitution;
@@ -167,24 +168,6 @@ fn gate_shape(
         });
     }
     Ok(())
-}
-
-/// The first entry of `x` that fails `ok`, as an out-of-range error.
-fn first_outside(
-    name: &'static str,
-    x: &Array2<f64>,
-    ok: impl Fn(f64) -> bool,
-    allowed: &'static str,
-) -> Result<(), InputError> {
-    match x.indexed_iter().find(|&(_, &v)| !ok(v)) {
-        Some(((i, j), &value)) => Err(InputError::Outside {
-            name,
-            at: [i, j],
-            value,
-            allowed,
-        }),
-        None => Ok(()),
-    }
 }
 
 /// Gates lie in (0, 1]: a gate of 0 has no logarithm, and one above 1

@@ -15,7 +15,8 @@ use crate::after::family::{
 };
 use crate::after::spectrum::check_delta_product;
 use crate::input::{
-    InputError, check_chunk, check_write, finite, nonempty_finite,
+    InputError, check_chunk, check_write, finite, first_outside,
+    nonempty_finite,
 };
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::paper::delta_rule::forward_substitution;
@@ -115,27 +116,9 @@ pub(crate) fn prepare_rwkv7(
         }
         nonempty_finite(name, x)?;
     }
-    outside("alpha", &g.alpha, |a| a > 0.0 && a <= 1.0, "(0, 1]")?;
-    outside("zeta", &g.zeta, |a| (0.0..=1.0).contains(&a), "[0, 1]")?;
+    first_outside("alpha", &g.alpha, |a| a > 0.0 && a <= 1.0, "(0, 1]")?;
+    first_outside("zeta", &g.zeta, |a| (0.0..=1.0).contains(&a), "[0, 1]")?;
     unit_rows_checked("the length of removal", &g.removal)
-}
-
-/// The first entry of `x` that fails `ok`, as an out-of-range error.
-fn outside(
-    name: &'static str,
-    x: &Array2<f64>,
-    ok: impl Fn(f64) -> bool,
-    allowed: &'static str,
-) -> Result<(), InputError> {
-    match x.indexed_iter().find(|&(_, &a)| !ok(a)) {
-        Some(((i, j), &value)) => Err(InputError::Outside {
-            name,
-            at: [i, j],
-            value,
-            allowed,
-        }),
-        None => Ok(()),
-    }
 }
 
 // ANCHOR: rwkv7_recurrent

@@ -11,7 +11,9 @@
 //! Shapes: the memory S: (m, p), values by features, as everywhere in the
 //! book; keys k: (p), values v: (m).
 
-use crate::input::{InputError, finite, nonempty_finite, same_cols, same_rows};
+use crate::input::{
+    InputError, finite, first_outside, nonempty_finite, same_cols, same_rows,
+};
 use crate::paper::delta_rule::{delta_rule_step, delta_transition};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
 
@@ -184,15 +186,9 @@ pub fn check_delta_product(
             });
         }
     }
-    match beta.iter().position(|b| !(0.0..=2.0).contains(b)) {
-        None => Ok(()),
-        Some(i) => Err(InputError::Outside {
-            name: "beta",
-            at: [i, 0],
-            value: beta[i],
-            allowed: "a strength in [0, 2]",
-        }),
-    }
+    let column = beta.view().insert_axis(Axis(1)); // (N n_h, 1)
+    let allowed = "a strength in [0, 2]";
+    first_outside("beta", &column, |b| (0.0..=2.0).contains(&b), allowed)
 }
 
 #[cfg(test)]
