@@ -1,5 +1,6 @@
 //! Linear-algebra helpers every chapter uses: lengths, relative errors
-//! between two forms of one output, and orthonormal keys.
+//! between two forms of one output, orthonormal keys, and the dot product
+//! and y += a x over the slices the trained models keep their rows in.
 
 use crate::random::standard_normal;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, s};
@@ -60,3 +61,15 @@ pub fn orthonormal_keys(rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
     keys
 }
 // ANCHOR_END: orthonormal_keys
+
+/// a · b over two slices of the same length (the trained models' rows).
+pub fn dot<F: num_traits::Float>(a: &[F], b: &[F]) -> F {
+    a.iter().zip(b).fold(F::zero(), |s, (&x, &y)| s + x * y)
+}
+
+/// y += a x, over slices of the same length.
+pub fn axpy<F: num_traits::Float>(a: F, x: &[F], y: &mut [F]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = *y + a * x;
+    }
+}

@@ -14,6 +14,7 @@
 
 use crate::after::family::recall::task::{Sequence, Task, Token};
 use crate::input::{InputError, weights_fit};
+use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};
@@ -255,10 +256,6 @@ fn scatter<F: Float>(
             *t = *t + g;
         }
     }
-}
-
-fn dot<F: Float>(a: &[F], b: &[F]) -> F {
-    a.iter().zip(b).fold(F::zero(), |s, (&x, &y)| s + x * y)
 }
 
 /// A small constant under the square root of a norm, so that a zero row
@@ -712,13 +709,6 @@ fn rule_backward<F: Float>(
     }
 }
 // ANCHOR_END: recall_backward
-
-/// y += a x.
-fn axpy<F: Float>(a: F, x: &[F], y: &mut [F]) {
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y = *y + a * x;
-    }
-}
 
 /// y_t = Σ_{s ≤ t} p_s v_s with p = softmax(q_t·k_s/√d), at each query.
 fn softmax_forward<F: Float>(d: usize, len: usize, n: usize, w: &mut Work<F>) {

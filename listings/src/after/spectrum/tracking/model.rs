@@ -14,6 +14,7 @@
 
 use crate::after::spectrum::tracking::task::{Sequence, Task};
 use crate::input::{InputError, weights_fit};
+use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
 use crate::random::{BookRng, standard_normal};
@@ -208,17 +209,6 @@ pub struct Scored {
 
 /// A small constant under the key's norm, so a zero row has a gradient.
 const NORM_EPS: f64 = 1e-6;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// y += a x.
-fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y += a * x;
-    }
-}
 
 /// That the model and weights fit, and the weights are finite.
 fn check_weights(model: Model, params: &Params) -> Result<(), InputError> {
