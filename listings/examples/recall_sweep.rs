@@ -5,7 +5,7 @@
 //! as it finishes.
 
 use listings::after::family::recall::study::{budget_line, plan, to_tsv};
-use listings::data_file::{destination, took};
+use listings::data_file::{destination, provenance};
 use listings::measure::Machine;
 use listings::trainers::sweep::run_all;
 use std::time::Instant;
@@ -21,9 +21,6 @@ fn main() {
         }
     };
     let out = destination("recall.tsv", commit);
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).expect("make the output folder");
-    }
     let machine = Machine::now();
     let runs = plan();
     let total = runs.len();
@@ -46,18 +43,12 @@ fn main() {
     });
     let wall = start.elapsed().as_secs_f64() / 60.0;
     let cpu: f64 = records.iter().map(|r| r.seconds).sum::<f64>() / 60.0;
-    let comments = vec![
+    let mut comments = vec![
         "Results of the trained recall comparison of \"After the paper\" (multi-query associative recall, one layer).".to_string(),
         "Made by `cargo xtask recall` (listings/examples/recall_sweep.rs); do not edit by hand.".to_string(),
-        format!(
-            "Machine: {} ({} threads); {}.",
-            machine.cpu,
-            machine.cores,
-            took(wall, Some(cpu))
-        ),
-        format!("Date: {}", machine.date),
-        budget_line(),
     ];
+    comments.extend(provenance(&machine, wall, Some(cpu)));
+    comments.push(budget_line());
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
     println!(

@@ -7,7 +7,7 @@
 //! only those lanes and keeps the committed records of every other lane:
 //! the file is the one a full run would write, but for the time lines.
 
-use listings::data_file::{destination, took};
+use listings::data_file::{destination, provenance, took};
 use listings::measure::Machine;
 use listings::paper::retrieval::model::Layer;
 use listings::paper::retrieval::study::{
@@ -71,9 +71,6 @@ fn main() {
     let commit = args.iter().any(|a| a == "--commit");
     args.retain(|a| a != "--commit");
     let out = destination("retrieval.tsv", commit);
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).expect("make the output folder");
-    }
     let only: Option<Vec<String>> = match args.as_slice() {
         [] => None,
         [flag, list] if flag == "--only" => {
@@ -144,10 +141,11 @@ fn main() {
             vec![
                 "Results of the synthetic retrieval experiments (Schlag et al. 2021, §6.1) at the paper's scale, d = 64.".to_string(),
                 "Made by `cargo xtask retrieval` (listings/examples/retrieval_sweep.rs); do not edit by hand.".to_string(),
-                format!("Machine: {} ({threads} threads); {time}.", machine.cpu),
-                format!("Date: {}", machine.date),
-                budget_line(),
-            ],
+            ]
+            .into_iter()
+            .chain(provenance(&machine, minutes, cpu))
+            .chain([budget_line()])
+            .collect(),
             records,
         ),
         Some(names) => {

@@ -7,7 +7,7 @@
 use listings::after::spectrum::tracking::study::{
     LENGTHS, budget_line, plan, to_tsv,
 };
-use listings::data_file::{destination, took};
+use listings::data_file::{destination, provenance};
 use listings::measure::Machine;
 use listings::trainers::sweep::run_tracking;
 use std::time::Instant;
@@ -40,21 +40,12 @@ fn main() {
     });
     let wall = start.elapsed().as_secs_f64() / 60.0;
     let cpu: f64 = records.iter().map(|r| r.seconds).sum::<f64>() / 60.0;
-    let comments = vec![
+    let mut comments = vec![
         "Results of the trained tracking study of \"The transition's spectrum\" (parity, counting modulo 3 and the word problem of S3; one layer, DeltaProduct with up to three writes per token).".to_string(),
         "Made by `cargo xtask tracking --commit` (listings/examples/tracking_sweep.rs); do not edit by hand.".to_string(),
-        format!(
-            "Machine: {} ({} threads); {}.",
-            machine.cpu,
-            machine.cores,
-            took(wall, Some(cpu))
-        ),
-        format!("Date: {}", machine.date),
-        budget_line(),
     ];
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).expect("make the output's folder");
-    }
+    comments.extend(provenance(&machine, wall, Some(cpu)));
+    comments.push(budget_line());
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
     println!(

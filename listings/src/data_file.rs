@@ -7,12 +7,33 @@ use std::path::{Path, PathBuf};
 /// Where a retraining command writes its data file `name`: the committed
 /// `listings/data/NAME` when asked with `--commit`, else `target/NAME`
 /// in the workspace, so a reader's run never changes what the book reads.
+/// The folder is made if it is missing (a fresh clone has no `target/`).
 pub fn destination(name: &str, commit: bool) -> PathBuf {
     let listings = Path::new(env!("CARGO_MANIFEST_DIR"));
-    match commit {
-        true => listings.join("data").join(name),
-        false => listings.join("..").join("target").join(name),
-    }
+    let dir = match commit {
+        true => listings.join("data"),
+        false => listings.join("..").join("target"),
+    };
+    std::fs::create_dir_all(&dir).expect("the output's folder can be made");
+    dir.join(name)
+}
+
+/// The lines of provenance every retrained file opens with after its
+/// title: the machine, its threads and the time the runs took; the date.
+pub fn provenance(
+    machine: &crate::measure::Machine,
+    wall_minutes: f64,
+    cpu_minutes: Option<f64>,
+) -> [String; 2] {
+    [
+        format!(
+            "Machine: {} ({} threads); {}.",
+            machine.cpu,
+            machine.cores,
+            took(wall_minutes, cpu_minutes)
+        ),
+        format!("Date: {}", machine.date),
+    ]
 }
 
 /// A data file: each comment after `# `, the header, the records' lines.
