@@ -208,13 +208,13 @@ pub fn rwkv7_chunkwise_f32(
 mod tests {
     use super::*;
     use crate::after::family::random_qkv;
-    use crate::after::production::{random_rwkv7, rwkv7_recurrent};
+    use crate::after::production::{
+        random_delta_product, random_rwkv7, rwkv7_recurrent,
+    };
     use crate::after::spectrum::delta_product_recurrent;
     use crate::fast::to_f32;
     use crate::linalg::worst_row_relative_difference;
-    use crate::m3::attention::unit_rows;
     use crate::random::{randn, seeded};
-    use rand::Rng;
 
     #[test]
     fn f32_rwkv7_equals_the_f64_recurrence_to_f32_precision() {
@@ -247,11 +247,8 @@ mod tests {
                 for n_h in [1, 2, 3] {
                     let mut rng = seeded(seed + 100);
                     let q = randn(&mut rng, n, p);
-                    let k = unit_rows(&randn(&mut rng, n * n_h, p));
-                    let v = randn(&mut rng, n * n_h, m);
-                    let beta = Array1::from_shape_simple_fn(n * n_h, || {
-                        2.0 * rng.random::<f64>()
-                    });
+                    let (k, v, beta) =
+                        random_delta_product(&mut rng, (n, p, m), n_h);
                     let want = delta_product_recurrent(&q, &k, &v, &beta, n_h)
                         .unwrap();
                     let (q32, k32, v32) = (to_f32(&q), to_f32(&k), to_f32(&v));

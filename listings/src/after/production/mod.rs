@@ -18,6 +18,7 @@ use crate::input::{
     InputError, check_chunk, check_write, finite, first_outside,
     nonempty_finite,
 };
+use crate::m3::attention::unit_rows;
 use crate::m3::fast_weight_memory::fast_weight_write;
 use crate::paper::delta_rule::forward_substitution;
 use crate::random::{BookRng, randn, seeded};
@@ -247,6 +248,21 @@ pub fn rwkv7_chunkwise(
     Ok(RuleRead { output, memory })
 }
 // ANCHOR_END: rwkv7_chunkwise
+
+/// Random DeltaProduct inputs for N tokens, n_h writes per token, drawn
+/// from `rng`: unit keys (N n_h, p), Gaussian values (N n_h, m) and
+/// strengths uniform in [0, 2].
+pub fn random_delta_product(
+    rng: &mut BookRng,
+    (n, p, m): (usize, usize, usize),
+    n_h: usize,
+) -> (Array2<f64>, Array2<f64>, Array1<f64>) {
+    let k = unit_rows(&randn(rng, n * n_h, p));
+    let v = randn(rng, n * n_h, m);
+    let beta =
+        Array1::from_shape_simple_fn(n * n_h, || 2.0 * rng.random::<f64>());
+    (k, v, beta)
+}
 
 /// Random RWKV-7 numbers for N tokens and p features: α log-uniform in
 /// [lo, 1], ζ uniform in [0, 1], removal and replacement keys Gaussian.

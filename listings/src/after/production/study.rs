@@ -3,14 +3,13 @@
 //! gates drawn log-uniform down to 1e-12.
 
 use super::{
-    delta_product_chunkwise, kda_rule, log_uniform_gates, random_rwkv7,
-    rwkv7_chunkwise, rwkv7_recurrent,
+    delta_product_chunkwise, kda_rule, log_uniform_gates, random_delta_product,
+    random_rwkv7, rwkv7_chunkwise, rwkv7_recurrent,
 };
 use crate::after::family::{random_qkv, rule_chunkwise, rule_recurrent};
 use crate::after::spectrum::delta_product_recurrent;
 use crate::linalg::worst_row_relative_difference as worst;
-use crate::m3::attention::unit_rows;
-use crate::random::{randn, seeded};
+use crate::random::seeded;
 use crate::table::Table;
 use ndarray::Array1;
 use rand::Rng;
@@ -50,11 +49,8 @@ pub fn production_study(seeds: u64) -> Vec<(String, f64)> {
             let ch = rwkv7_chunkwise(&q, &v, &g, chunk).expect("ok");
             rows[1].1 = rows[1].1.max(worst(&ch.output, &rec.output));
             for n_h in 1..=3 {
-                let k = unit_rows(&randn(&mut rng, n * n_h, p));
-                let v = randn(&mut rng, n * n_h, m);
-                let beta = Array1::from_shape_simple_fn(n * n_h, || {
-                    2.0 * rng.random::<f64>()
-                });
+                let (k, v, beta) =
+                    random_delta_product(&mut rng, (n, p, m), n_h);
                 let rec = delta_product_recurrent(&q, &k, &v, &beta, n_h);
                 let ch = delta_product_chunkwise(&q, &k, &v, &beta, n_h, chunk);
                 let d = worst(&ch.expect("ok"), &rec.expect("ok"));

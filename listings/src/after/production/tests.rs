@@ -303,11 +303,8 @@ fn delta_product_chunkwise_equals_the_recurrence() {
             for n_h in [1, 2, 3] {
                 let mut rng = seeded(seed + 100);
                 let q = randn(&mut rng, n, p);
-                let k = unit_rows(&randn(&mut rng, n * n_h, p));
-                let v = randn(&mut rng, n * n_h, m);
-                let beta = Array1::from_shape_simple_fn(n * n_h, || {
-                    2.0 * rng.random::<f64>()
-                });
+                let (k, v, beta) =
+                    random_delta_product(&mut rng, (n, p, m), n_h);
                 let rec =
                     delta_product_recurrent(&q, &k, &v, &beta, n_h).unwrap();
                 for chunk in [1, 3, 7, n, n + 2] {
