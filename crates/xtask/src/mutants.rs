@@ -436,17 +436,20 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
             ];
             // A chapter's file: its chapter's unit tests only, a tenth of
             // the time per mutant; what they miss, every test may still
-            // catch (`--all-tests`), so the score is a lower bound.
+            // catch (`--all-tests`), so the score is a lower bound. `--lib`
+            // goes to the build as well as the test: without it each mutant
+            // rebuilt and relinked every test binary and example, minutes
+            // of the build phase for tests that are then not run.
             let filter = chapter_tests(file).filter(|_| !plan.all_tests);
             let filter_arg = filter.as_deref().unwrap_or_default();
             match &filter {
                 Some(_) => cargo_args.extend([
-                    "--cargo-test-arg=--lib",
+                    "--cargo-arg=--lib",
                     "--cargo-test-arg=--",
                     "--cargo-test-arg",
                     filter_arg,
                 ]),
-                None => cargo_args.push("--cargo-test-arg=--tests"),
+                None => cargo_args.push("--cargo-arg=--tests"),
             }
             // cargo-mutants exits non-zero when a mutant is missed or times
             // out; the files it writes say which, so its status is not a
