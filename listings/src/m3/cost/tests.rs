@@ -395,3 +395,23 @@ fn numbers_print_in_groups_and_binary_units() {
     assert_eq!(bytes(100 << 20), "100 MiB");
     assert_eq!(bytes(1536 << 10), "1.50 MiB");
 }
+
+#[test]
+fn a_refused_decode_step_leaves_the_cache_as_it_was() {
+    // Three good steps, one whose scores overflow, then a good one: the
+    // refused token is not kept, so the last read is the read of a cache
+    // that never saw it.
+    let [q, k, v] = random(7, 4, 5, 3);
+    let (mut cache, mut clean) = (KvCache::new(5, 3), KvCache::new(5, 3));
+    for t in 0..3 {
+        cache.decode(&q.row(t), &k.row(t), &v.row(t)).unwrap();
+        clean.decode(&q.row(t), &k.row(t), &v.row(t)).unwrap();
+    }
+    let [q_huge, k_huge] = [&q, &k].map(|a| a.row(3).mapv(|x| x * 1e160));
+    let refused = cache.decode(&q_huge, &k_huge, &v.row(3)).unwrap_err();
+    assert!(refused.to_string().starts_with("overflow"), "{refused}");
+    assert_eq!(cache.floats(), clean.floats(), "the refused token is gone");
+    let got = cache.decode(&q.row(3), &k.row(3), &v.row(3)).unwrap();
+    let want = clean.decode(&q.row(3), &k.row(3), &v.row(3)).unwrap();
+    assert_eq!(got, want);
+}
