@@ -318,6 +318,8 @@ fn fixed_state_step_flops_counts_the_multiply_adds_of_a_step() {
         }
         let step = fixed_state_step_flops(p as u64, m as u64);
         assert_eq!(2 * multiply_adds, n as u64 * step);
+        let held = (s.len() + z.len()) as u64; // all the state the loops kept
+        assert_eq!(fixed_state_floats(p as u64, m as u64), held);
         let rec = linear_attention_recurrent(&phi_q, &phi_k, &v).unwrap();
         assert_relative_eq!(o, rec, max_relative = 1e-10, epsilon = 1e-12);
     }
