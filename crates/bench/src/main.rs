@@ -18,6 +18,7 @@ mod crossover;
 mod forms;
 mod gemm;
 mod json;
+mod paths;
 mod targets;
 mod threads;
 mod timing;
@@ -65,6 +66,11 @@ fn main() {
         "vector sets of this CPU: {}",
         gemm::vector_sets().join(", ")
     );
+    eprintln!("{}", paths::describe());
+    if std::env::args().any(|a| a == "paths") {
+        println!("{}", paths::render_paths(&paths::time_paths()));
+        return println!("in {:.0} s", started.elapsed().as_secs_f64());
+    }
     let ceiling_points = ceiling();
     let (first, engines) = describe_ceiling(&ceiling_points);
     eprintln!("matmul ceiling: {first:.1} GFLOP/s {engines}");
@@ -95,7 +101,7 @@ fn main() {
         "matmul ceiling, best of both rounds: {ceiling:.1} GFLOP/s {engines}"
     );
     let table = render_table(&rows, ceiling);
-    println!("{table}");
+    println!("{}\n{table}", paths::describe());
     let command = match commit {
         true => "cargo xtask bench --commit",
         false => "cargo xtask bench",

@@ -79,12 +79,14 @@ pub const TARGETS: [Target; 7] = [
         at_least: 5.0,
     },
     // The honest softmax baseline: tiled online softmax does its useful
-    // work (the unmasked half) as matrix products at half the ceiling or
-    // better, as fused attention kernels do (protects the block sizes of
-    // `softmax_attention_tiled_f32`, its skipped blocks and vectorised exp).
+    // work (the unmasked half) as matrix products at 70% of the ceiling or
+    // better, near fused attention kernels (PyTorch's reaches about 74% of
+    // the best sgemm rate on an AVX-512 Xeon) (protects the block sizes of
+    // `softmax_attention_tiled_f32`, its skipped blocks, its products
+    // through gemm on AVX-512 and its dispatched exp).
     Target::CeilingPercent {
         form: "softmax tiled",
-        at_least: 50.0,
+        at_least: 70.0,
     },
     // And it is the baseline to compare with, not the N × N form: at least
     // 4× faster than the f32 causal softmax that builds the score matrix
@@ -394,7 +396,7 @@ mod tests {
                 "recurrent reaches ≥ 10% of the matmul ceiling",
                 "recurrent allocates nothing per token",
                 "delta chunkwise is ≥ 5× faster than delta recurrent",
-                "softmax tiled reaches ≥ 50% of the matmul ceiling",
+                "softmax tiled reaches ≥ 70% of the matmul ceiling",
                 "softmax tiled is ≥ 4× faster than softmax (causal)",
             ]
         );

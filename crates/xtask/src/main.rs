@@ -34,6 +34,7 @@
 //!                     and decode, into target/bench/crossover.tsv
 //! cargo xtask bench rules   the update rules' table and targets only
 //!                     (`--commit`: also listings/data/crossover.tsv)
+//! cargo xtask bench paths   the f32 forms on every dispatch path the CPU runs
 //! ```
 
 use std::process::ExitCode;
@@ -92,6 +93,8 @@ const USAGE: &str =
           crossover lengths (a few minutes), into target/bench/; with
           --commit also listings/data/crossover.tsv, which Appendix E's
           figure reads
+  bench paths  the main f32 forms timed on every dispatch path this CPU
+          runs (AVX-512, AVX2+FMA, scalar), side by side; writes nothing
   mutants [--file PATH]... [--shard k/n] [--merge-only]
           mutation testing (cargo-mutants 27.1.0, installed if missing) of
           the functions inside the anchors of each listings file (every
@@ -184,19 +187,21 @@ fn retrieval() -> Result<(), Failure> {
 
 fn bench() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(2).collect();
-    if let Some(other) = args
-        .iter()
-        .find(|a| !["crossover", "rules", "--commit"].contains(&a.as_str()))
-    {
+    if let Some(other) = args.iter().find(|a| {
+        !["crossover", "rules", "paths", "--commit"].contains(&a.as_str())
+    }) {
         return Err(Failure(format!(
-            "unknown bench argument `{other}` (crossover, rules, --commit)\n\n\
+            "unknown bench argument `{other}` (crossover, rules, paths, \
+             --commit)\n\n\
              {USAGE}"
         )));
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let crossover = args.contains(&"crossover");
-    let rules = args.contains(&"rules");
-    let what = if crossover {
+    let rules = args.contains(&"rules") || args.contains(&"paths");
+    let what = if args.contains(&"paths") {
+        "timing the f32 forms on every dispatch path this CPU runs"
+    } else if crossover {
         "timing softmax against linear attention, prefill and decode"
     } else if rules {
         "timing the update rules of the family against the tuned delta rule"

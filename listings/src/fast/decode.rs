@@ -11,7 +11,7 @@ use crate::input::{
 };
 use ndarray::ArrayView2;
 
-in_widest_vectors! {
+dispatched! {
     /// `cache_read` in the widest vectors this CPU has.
     fn cache_read_wide(
         keys: &[f32],
@@ -22,7 +22,7 @@ in_widest_vectors! {
     ) -> Option<(usize, f32)> = cache_read;
 }
 
-in_widest_vectors! {
+dispatched! {
     /// `recurrent_token_f32` in the widest vectors this CPU has.
     fn state_step_wide(
         s: &mut [f32],

@@ -10,7 +10,7 @@ use crate::input::{InputError, check_chunk, finite};
 use crate::paper::delta_rule::check_delta;
 use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
 
-in_widest_vectors! {
+dispatched! {
     /// `delta_token_f32` in the widest vectors this CPU has.
     fn delta_token_wide(
         s: &mut [f32],

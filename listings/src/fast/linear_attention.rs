@@ -9,7 +9,7 @@ use crate::input::{
 use ndarray::linalg::general_mat_vec_mul;
 use ndarray::{Array1, Array2, ArrayRef2, Zip, s};
 
-in_widest_vectors! {
+dispatched! {
     /// `recurrent_token_f32` in the widest vectors this CPU has.
     fn recurrent_token_wide(
         s: &mut [f32],

@@ -20,35 +20,46 @@ use crate::phi::elu_plus_one;
 use crate::random::{randn, seeded};
 use ndarray::{Array2, ArrayRef2, CowArray, Ix2};
 
-/// `fn $wide(args) = $body;` makes `$wide`, which runs `$body(args)`
-/// compiled for AVX2 where this CPU has it (asked at run time, a cached
-/// flag), else as baseline x86-64 code with 4-wide vectors. The compiler
-/// vectorises the loops of `$body` (inlined) 8 floats at a time under AVX2;
-/// matrixmultiply makes the same choice inside its kernels, and our loops
-/// have to ask for it.
-macro_rules! in_widest_vectors {
-    ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:ident;) => {
-        in_widest_vectors! {
+/// `fn $wide(args) = $body;` makes `$wide`, which runs `$body(args)` on
+/// the current path of [`simd::Path`]: compiled for AVX-512 or for AVX2
+/// and FMA where the path says so (this CPU has them, asked at run time),
+/// else as baseline x86-64 code. The compiler vectorises the loops of
+/// `$body` (inlined) 16 or 8 floats at a time under those features; our
+/// loops have to ask for them, as gemm and matrixmultiply do inside their
+/// kernels. `= $fast, else $slow` runs `$fast` on both vector paths.
+macro_rules! dispatched {
+    ($(#[$doc:meta])* $vis:vis fn $wide:ident($($arg:ident: $ty:ty),* $(,)?)
+        $(-> $ret:ty)? = $body:path;) => {
+        dispatched! {
             $(#[$doc])*
-            fn $wide($($arg: $ty),*) $(-> $ret)?
-                where "avx2" = $body, else $body;
+            $vis fn $wide($($arg: $ty),*) $(-> $ret)? = $body, else $body;
         }
     };
-    // The general form: `$wide` runs `$fast` compiled with every feature
-    // listed where this CPU has them all, else `$slow` as baseline code.
-    ($(#[$doc:meta])* fn $wide:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
-        where $($feature:tt),+ = $fast:path, else $slow:path;) => {
+    ($(#[$doc:meta])* $vis:vis fn $wide:ident($($arg:ident: $ty:ty),* $(,)?)
+        $(-> $ret:ty)? = $fast:path, else $slow:path;) => {
         $(#[$doc])*
-        fn $wide($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $wide($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature($(enable = $feature),+)]
-                unsafe fn wide($($arg: $ty),*) $(-> $ret)? {
+                #[target_feature(enable = "avx512f,avx2,fma")]
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
                     $fast($($arg),*)
                 }
-                if true $(&& std::arch::is_x86_feature_detected!($feature))+ {
-                    // SAFETY: this CPU has every feature `wide` assumes.
-                    return unsafe { wide($($arg),*) };
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $fast($($arg),*)
+                }
+                match $crate::fast::simd::Path::current() {
+                    // SAFETY: `Path::current` names only a path whose
+                    // features this CPU has (detected at run time).
+                    $crate::fast::simd::Path::Avx512 => {
+                        return unsafe { avx512($($arg),*) };
+                    }
+                    // SAFETY: as above, AVX2 and FMA were detected.
+                    $crate::fast::simd::Path::Avx2Fma => {
+                        return unsafe { avx2($($arg),*) };
+                    }
+                    $crate::fast::simd::Path::Scalar => {}
                 }
             }
             $slow($($arg),*)
@@ -62,6 +73,7 @@ pub mod delta_rule;
 pub mod linear_attention;
 pub mod production;
 pub mod rules;
+pub mod simd;
 pub mod softmax;
 pub mod threads;
 
@@ -69,6 +81,7 @@ pub use baselines::*;
 pub use decode::*;
 pub use delta_rule::*;
 pub use linear_attention::*;
+pub use simd::Path;
 pub use softmax::*;
 pub use threads::*;
 
@@ -120,8 +133,9 @@ fn tally_product(ops: usize) {
     tally(ops);
 }
 
-/// C ← α A B + β C, ndarray's `general_mat_mul` at f32, its 2·m·k·n
-/// operations tallied.
+/// C ← α A B + β C at f32, its 2·m·k·n operations tallied: through
+/// [`simd::product`] (gemm on the AVX-512 path, else ndarray's
+/// matrixmultiply).
 fn general_mat_mul(
     alpha: f32,
     a: &ArrayRef2<f32>,
@@ -130,13 +144,14 @@ fn general_mat_mul(
     c: &mut ArrayRef2<f32>,
 ) {
     tally_product(2 * a.nrows() * a.ncols() * b.ncols());
-    ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
+    simd::product(alpha, a, b, beta, c);
 }
 
-/// A B, ndarray's `dot` at f32, its 2·m·k·n operations tallied.
+/// A B at f32, as [`general_mat_mul`] computes it, its operations tallied.
 fn mat_mul(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>) -> Array2<f32> {
-    tally_product(2 * a.nrows() * a.ncols() * b.ncols());
-    a.dot(b)
+    let mut c = Array2::zeros((a.nrows(), b.ncols()));
+    general_mat_mul(1.0, a, b, 0.0, &mut c);
+    c
 }
 
 /// x −= g y, entry by entry, its 2·len operations tallied.

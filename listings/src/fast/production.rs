@@ -4,11 +4,12 @@
 //! KDA needs nothing here, as it is a rule of `fast::rules`.
 
 use super::rules::{SPAN, chunk_f32};
-use super::to_f64;
+use super::simd::{axpy_body, dot_lanes, exps};
+use super::{general_mat_mul, mat_mul, row_major, slice, to_f64};
 use crate::after::production::{Rwkv7, prepare_rwkv7};
 use crate::after::spectrum::check_delta_product;
 use crate::input::{InputError, check_chunk, finite};
-use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
+use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
 
 /// DeltaProduct at f32, token by token: n_h delta-rule writes, then the
 /// read y_t = W q_t. q: (N, p), k: (N n_h, p), v: (N n_h, m), beta:
@@ -23,22 +24,52 @@ pub fn delta_product_recurrent_f32(
     let b64 = beta.mapv(f64::from);
     check_delta_product(&to_f64(q), &to_f64(k), &to_f64(v), &b64, n_h)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
-    let mut w = Array2::<f32>::zeros((m, p));
+    let [q_all, k_all, v_all] = row_major(q, k, v);
+    let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
+    let beta = beta.as_standard_layout();
+    let beta = beta.as_slice().expect("standard layout");
+    let mut w = vec![0.0f32; m * p]; // W_0 = 0, row i is w[i p..(i + 1) p]
     let mut y = Array2::<f32>::zeros((n, m));
-    let mut u = Array1::<f32>::zeros(m);
+    let y_all = y.as_slice_mut().expect("a new array");
     for t in 0..n {
-        for r in t * n_h..(t + 1) * n_h {
-            let k_r = k.row(r);
-            for (i, w_i) in w.rows().into_iter().enumerate() {
-                u[i] = beta[r] * (v[[r, i]] - w_i.dot(&k_r));
-            }
-            for (mut w_i, &u_i) in w.rows_mut().into_iter().zip(&u) {
-                w_i.scaled_add(u_i, &k_r);
-            }
-        }
-        y.row_mut(t).assign(&w.dot(&q.row(t)));
+        let writes = t * n_h..(t + 1) * n_h;
+        let k_t = &k_all[writes.start * p..writes.end * p];
+        let v_t = &v_all[writes.start * m..writes.end * m];
+        let (q_t, y_t) = (&q_all[t * p..][..p], &mut y_all[t * m..][..m]);
+        delta_product_token(&mut w, [q_t, k_t, v_t], &beta[writes], y_t);
     }
     finite("Y", y)
+}
+
+dispatched! {
+    /// `delta_product_token_body` on the current dispatch path.
+    fn delta_product_token(
+        w: &mut [f32],
+        qkv: [&[f32]; 3],
+        beta: &[f32],
+        y: &mut [f32],
+    ) = delta_product_token_body::<true>,
+        else delta_product_token_body::<false>;
+}
+
+/// One token of DeltaProduct, W: (m, p) by rows w_i, in place: for each
+/// write r, u_i = β_r (v_ri − w_iᵀk_r) and w_i += u_i k_r (each row on its
+/// own); then y_i = w_iᵀq. q: (p), k: (n_h, p), v: (n_h, m), y: (m).
+#[inline(always)]
+fn delta_product_token_body<const FMA: bool>(
+    w: &mut [f32],
+    [q, k, v]: [&[f32]; 3],
+    beta: &[f32],
+    y: &mut [f32],
+) {
+    let (p, m) = (q.len(), y.len());
+    for (i, (w_i, y_i)) in w.chunks_exact_mut(p).zip(y.iter_mut()).enumerate() {
+        for (r, (k_r, &b)) in k.chunks_exact(p).zip(beta).enumerate() {
+            let u = b * (v[r * m + i] - dot_lanes::<FMA>(w_i, k_r));
+            axpy_body(u, k_r, w_i);
+        }
+        *y_i = dot_lanes::<FMA>(w_i, q);
+    }
 }
 
 /// DeltaProduct at f32 in chunks of `chunk` tokens: n_h C pseudo-tokens
@@ -99,20 +130,54 @@ pub fn rwkv7_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     let [removal, zeta, replacement, alpha] = rwkv7_f32(q, v, g)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
-    let mut w = Array2::<f32>::zeros((m, p));
+    let erase = &zeta * &removal; // ζ ⊙ ǩ, every token
+    let [q_all, r_all, v_all] = row_major(q, &removal, v);
+    let (q_all, r_all, v_all) = (slice(&q_all), slice(&r_all), slice(&v_all));
+    let [e_all, k_all, a_all] = row_major(&erase, &replacement, &alpha);
+    let (e_all, k_all, a_all) = (slice(&e_all), slice(&k_all), slice(&a_all));
+    let mut w = vec![0.0f32; m * p]; // W_0 = 0, row i is w[i p..(i + 1) p]
     let mut y = Array2::<f32>::zeros((n, m));
+    let y_all = y.as_slice_mut().expect("a new array");
     for t in 0..n {
-        let (r_t, k_t) = (removal.row(t), replacement.row(t));
-        let erase = &zeta.row(t) * &r_t;
-        let held = w.dot(&r_t);
-        w *= &alpha.row(t).insert_axis(Axis(0));
-        for (i, mut w_i) in w.rows_mut().into_iter().enumerate() {
-            w_i.scaled_add(-held[i], &erase);
-            w_i.scaled_add(v[[t, i]], &k_t);
-        }
-        y.row_mut(t).assign(&w.dot(&q.row(t)));
+        let at = t * p..(t + 1) * p;
+        let rows = [&q_all[at.clone()], &r_all[at.clone()], &e_all[at.clone()]];
+        let gates = [&k_all[at.clone()], &a_all[at]];
+        let (v_t, y_t) = (&v_all[t * m..][..m], &mut y_all[t * m..][..m]);
+        rwkv7_token(&mut w, rows, gates, v_t, y_t);
     }
     finite("Y", y)
+}
+
+dispatched! {
+    /// `rwkv7_token_body` on the current dispatch path.
+    fn rwkv7_token(
+        w: &mut [f32],
+        qre: [&[f32]; 3],
+        ka: [&[f32]; 2],
+        v: &[f32],
+        y: &mut [f32],
+    ) = rwkv7_token_body::<true>, else rwkv7_token_body::<false>;
+}
+
+/// One token of RWKV-7, W: (m, p) by rows w_i, in place: v̌_i = w_iᵀǩ,
+/// w_i ← w_i ⊙ α − v̌_i (ζ ⊙ ǩ) + v_i k̆, y_i = w_iᵀq. q, ǩ, ζ ⊙ ǩ, k̆, α:
+/// (p), v, y: (m).
+#[inline(always)]
+fn rwkv7_token_body<const FMA: bool>(
+    w: &mut [f32],
+    [q, r, erase]: [&[f32]; 3],
+    [k, alpha]: [&[f32]; 2],
+    v: &[f32],
+    y: &mut [f32],
+) {
+    let rows = w.chunks_exact_mut(q.len()).zip(y.iter_mut().zip(v));
+    for (w_i, (y_i, &v_i)) in rows {
+        let held = dot_lanes::<FMA>(w_i, r);
+        w_i.iter_mut().zip(alpha).for_each(|(w, &a)| *w *= a);
+        axpy_body(-held, erase, w_i);
+        axpy_body(v_i, k, w_i);
+        *y_i = dot_lanes::<FMA>(w_i, q);
+    }
 }
 
 /// RWKV-7 at f32 in chunks of `chunk` tokens, as `rwkv7_chunk` computes
@@ -148,14 +213,13 @@ pub fn rwkv7_chunkwise_f32(
         if span <= SPAN {
             // Products of exponentials, every factor in [e^−SPAN, e^SPAN]
             // (see `rules::chunk_f32`), masked below.
-            let down = lam.mapv(ex);
-            let back = down.mapv(|x| 1.0 / x);
+            let (down, back) = (exps(&lam, 1.0), exps(&lam, -1.0));
             let (e_back, k_back) = (&erase * &back, &kc * &back);
-            let (q_down, r_down) = (&qc * &down, &rc * &before.mapv(ex));
-            m_erase = q_down.dot(&e_back.t());
-            m_write = q_down.dot(&k_back.t());
-            p_erase = r_down.dot(&e_back.t());
-            p_write = r_down.dot(&k_back.t());
+            let (q_down, r_down) = (&qc * &down, &rc * &exps(&before, 1.0));
+            m_erase = mat_mul(&q_down, &e_back.t());
+            m_write = mat_mul(&q_down, &k_back.t());
+            p_erase = mat_mul(&r_down, &e_back.t());
+            p_write = mat_mul(&r_down, &k_back.t());
             for i in 0..c {
                 for a in [&mut m_erase, &mut m_write] {
                     a.slice_mut(s![i, i + 1..]).fill(0.0);
@@ -184,22 +248,24 @@ pub fn rwkv7_chunkwise_f32(
                 }
             }
         }
-        let gamma_before = before.mapv(ex);
-        let mut held = (&rc * &gamma_before).dot(&w.t()) + p_write.dot(&vc);
+        let gamma_before = exps(&before, 1.0);
+        let mut held = mat_mul(&(&rc * &gamma_before), &w.t());
+        general_mat_mul(1.0, &p_write, &vc, 1.0, &mut held);
         for i in 1..c {
             let (done, mut rest) = held.view_mut().split_at(Axis(0), i);
             let known = p_erase.slice(s![i, ..i]).dot(&done);
             rest.row_mut(0).scaled_add(-1.0, &known);
         }
-        let gamma = lam.mapv(ex);
-        let yc =
-            (&qc * &gamma).dot(&w.t()) - m_erase.dot(&held) + m_write.dot(&vc);
-        y.slice_mut(rows).assign(&yc);
+        let gamma = exps(&lam, 1.0);
+        let mut yc = y.slice_mut(rows);
+        general_mat_mul(1.0, &(&qc * &gamma), &w.t(), 0.0, &mut yc);
+        general_mat_mul(-1.0, &m_erase, &held, 1.0, &mut yc);
+        general_mat_mul(1.0, &m_write, &vc, 1.0, &mut yc);
         let last = lam.row(c - 1).to_owned();
-        let to_end = (&last.view().insert_axis(Axis(0)) - &lam).mapv(ex);
+        let to_end = exps(&(&last.view().insert_axis(Axis(0)) - &lam), 1.0);
         w *= &last.mapv(ex).insert_axis(Axis(0));
-        w += &vc.t().dot(&(&kc * &to_end));
-        w -= &held.t().dot(&(&erase * &to_end));
+        general_mat_mul(1.0, &vc.t(), &(&kc * &to_end), 1.0, &mut w);
+        general_mat_mul(-1.0, &held.t(), &(&erase * &to_end), 1.0, &mut w);
     }
     finite("Y", y)
 }

@@ -3,53 +3,84 @@
 //! loop, and the chunkwise form, whose products go to sgemm. Each computes
 //! what `after::family::rule_recurrent` computes, to f32 precision.
 
-use super::{row_major, slice};
+use super::simd::{axpy_body, dot_lanes, exps};
+use super::{general_mat_mul, row_major, slice};
 use crate::after::family::Rule;
 use crate::input::{InputError, check_chunk, finite};
-use ndarray::linalg::general_mat_mul;
 use ndarray::{
     Array1, Array2, ArrayRef2, ArrayView1, ArrayView2, ArrayViewMut2, Axis,
-    Zip, s,
+    CowArray, Ix2, Zip, s,
 };
 
-/// The checked inputs at f32: q and k (unit rows for the delta rules),
-/// v, and the rule's coefficients ln α: (N, p), β, ω: (N), rounded.
-type Prepared = (
-    Array2<f32>,
-    Array2<f32>,
+/// The checked inputs at f32: q and k (unit rows for the delta rules,
+/// else borrowed), v, and the rule's coefficients ln α: (N, p) for the
+/// rules with a gate per feature, else (N, 1), β, ω: (N), rounded.
+type Prepared<'a> = (
+    CowArray<'a, f32, Ix2>,
+    CowArray<'a, f32, Ix2>,
     Array2<f32>,
     Array1<f32>,
     Array1<f32>,
 );
 
-fn prepare_f32(
+/// Whether the rule has a gate per token and feature (else one per token).
+fn per_feature(rule: &Rule) -> bool {
+    matches!(rule, Rule::DiagonalGates(_) | Rule::Kda { .. })
+}
+
+fn prepare_f32<'a>(
     rule: &Rule,
-    q: &ArrayRef2<f32>,
-    k: &ArrayRef2<f32>,
+    q: &'a ArrayRef2<f32>,
+    k: &'a ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
-) -> Result<Prepared, InputError> {
+) -> Result<Prepared<'a>, InputError> {
     crate::input::check_qkv(q, k, v, true)?;
-    let c = rule.coefficients(k.nrows(), k.ncols())?;
-    let unit = |name, x: &ArrayRef2<f32>| -> Result<Array2<f32>, InputError> {
-        let mut out = x.to_owned();
-        for (t, mut row) in out.rows_mut().into_iter().enumerate() {
-            let len = row.iter().map(|&a| f64::from(a).powi(2)).sum::<f64>();
-            let len = crate::input::normaliser(name, t, len.sqrt())?;
-            row.mapv_inplace(|a| (f64::from(a) / len) as f32);
+    let (n, p) = k.dim();
+    // A rule with one gate per token needs one column of ln α, not p equal
+    // ones: its coefficients are asked for at width 1, and a shape error
+    // names k's true width.
+    let width = if per_feature(rule) { p } else { 1 };
+    let c = rule.coefficients(n, width).map_err(|e| match e {
+        InputError::ShapeMismatch { left, right, rule } if left.0 == "k" => {
+            let left = ("k", [n, p]);
+            InputError::ShapeMismatch { left, right, rule }
         }
-        Ok(out)
+        other => other,
+    })?;
+    let unit = |name, x: &ArrayRef2<f32>| -> Result<_, InputError> {
+        let mut out = x.as_standard_layout().into_owned();
+        let rows = out.as_slice_mut().expect("standard layout");
+        for (t, row) in rows.chunks_exact_mut(p).enumerate() {
+            // Squares in f64, so that no f32 square overflows; in four
+            // running sums, which vectorise.
+            let mut sums = [0.0f64; 4];
+            let mut quads = row.chunks_exact(4);
+            for x in &mut quads {
+                for l in 0..4 {
+                    sums[l] += f64::from(x[l]) * f64::from(x[l]);
+                }
+            }
+            let rest = quads.remainder().iter().map(|&a| f64::from(a));
+            let len =
+                sums.iter().sum::<f64>() + rest.map(|a| a * a).sum::<f64>();
+            let len = crate::input::normaliser(name, t, len.sqrt())?;
+            row.iter_mut()
+                .for_each(|a| *a = (f64::from(*a) / len) as f32);
+        }
+        Ok(CowArray::from(out))
     };
     let (q, k) = if rule.unit_keys() {
         (unit("the length of q", q)?, unit("the length of k", k)?)
     } else {
-        (q.to_owned(), k.to_owned())
+        (CowArray::from(q.view()), CowArray::from(k.view()))
     };
     let f = |a: f64| a as f32;
     Ok((q, k, c.log_alpha.mapv(f), c.beta.mapv(f), c.omega.mapv(f)))
 }
 
 /// Any rule of the family at f32, token by token: W: (m, p) row by row,
-/// W ← W diag(α) + u kᵀ with u = ω v − β W diag(α) k; y_t = W q_t.
+/// W ← W diag(α) + u kᵀ with u = ω v − β W diag(α) k; y_t = W q_t, each
+/// token one call of [`rule_token`] on the current dispatch path.
 /// q, k: (N, p), v: (N, m).
 pub fn rule_recurrent_f32(
     rule: &Rule,
@@ -59,32 +90,56 @@ pub fn rule_recurrent_f32(
 ) -> Result<Array2<f32>, InputError> {
     let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
+    let width = log_alpha.ncols(); // p, or 1: one gate for every feature
     let alpha = log_alpha.mapv(f32::exp);
     let [q_all, k_all, v_all] = row_major(&q, &k, v);
     let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
     let alpha = alpha.as_slice().expect("a new array");
+    let mut a_t = vec![0.0f32; p];
     let mut w = vec![0.0f32; m * p]; // W_0 = 0, row i is w[i p..(i + 1) p]
     let mut y = Array2::<f32>::zeros((n, m));
     let y_all = y.as_slice_mut().expect("a new array");
     for t in 0..n {
         let (q_t, k_t) = (&q_all[t * p..][..p], &k_all[t * p..][..p]);
-        let (a_t, v_t) = (&alpha[t * p..][..p], &v_all[t * m..][..m]);
-        for (i, w_i) in w.chunks_exact_mut(p).enumerate() {
-            let mut read = 0.0f32; // (W diag(α) k)_i
-            for ((w, &a), &k) in w_i.iter_mut().zip(a_t).zip(k_t) {
-                *w *= a;
-                read += *w * k;
-            }
-            let u = omega[t] * v_t[i] - beta[t] * read;
-            let mut out = 0.0f32;
-            for ((w, &k), &q) in w_i.iter_mut().zip(k_t).zip(q_t) {
-                *w += u * k;
-                out += *w * q;
-            }
-            y_all[t * m + i] = out;
+        match width {
+            1 => a_t.fill(alpha[t]),
+            _ => a_t.copy_from_slice(&alpha[t * p..][..p]),
         }
+        let (v_t, y_t) = (&v_all[t * m..][..m], &mut y_all[t * m..][..m]);
+        rule_token(&mut w, &a_t, [q_t, k_t, v_t], [beta[t], omega[t]], y_t);
     }
     finite("Y", y)
+}
+
+dispatched! {
+    /// `rule_token_body` on the current dispatch path.
+    fn rule_token(
+        w: &mut [f32],
+        a: &[f32],
+        qkv: [&[f32]; 3],
+        beta_omega: [f32; 2],
+        y: &mut [f32],
+    ) = rule_token_body::<true>, else rule_token_body::<false>;
+}
+
+/// One token of any rule, W: (m, p) by rows w_i, in place: w_i ← w_i ⊙ α,
+/// u_i = ω v_i − β w_iᵀk, w_i += u_i k, y_i = w_iᵀq. a, q, k: (p),
+/// v, y: (m).
+#[inline(always)]
+fn rule_token_body<const FMA: bool>(
+    w: &mut [f32],
+    a: &[f32],
+    [q, k, v]: [&[f32]; 3],
+    [beta, omega]: [f32; 2],
+    y: &mut [f32],
+) {
+    let p = k.len();
+    for (w_i, (y_i, &v_i)) in w.chunks_exact_mut(p).zip(y.iter_mut().zip(v)) {
+        w_i.iter_mut().zip(a).for_each(|(w, &a)| *w *= a);
+        let u = omega * v_i - beta * dot_lanes::<FMA>(w_i, k);
+        axpy_body(u, k, w_i);
+        *y_i = dot_lanes::<FMA>(w_i, q);
+    }
 }
 
 /// Any rule of the family at f32 in chunks of `chunk` tokens, as
@@ -98,7 +153,7 @@ pub fn rule_chunkwise_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
     let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
-    let per_feature = matches!(rule, Rule::DiagonalGates(_) | Rule::Kda { .. });
+    let per_feature = per_feature(rule);
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
@@ -167,7 +222,7 @@ pub(super) fn chunk_f32(
     // such sums would lose what the gates between them say.
     let mut g = log_alpha.slice(s![.., ..width]).mapv(f64::from);
     g.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
-    let gamma = g.mapv(exp_f32); // Γ = e^G, (C, width)
+    let gamma = exps(&g, 1.0); // Γ = e^G, (C, width), 0 past f32's range
     let mut kq = Array2::<f32>::zeros((2 * c, p)); // [Γ ⊙ K; Γ ⊙ Q]
     scale_rows(kq.slice_mut(s![..c, ..]), kc, &gamma);
     scale_rows(kq.slice_mut(s![c.., ..]), qc, &gamma);
@@ -178,7 +233,7 @@ pub(super) fn chunk_f32(
     let mut k_to_end = Array2::<f32>::zeros((c, p));
     if span <= SPAN {
         // K ⊙ e^−G, every factor ≤ e^SPAN; then times e^(g_C).
-        let back = gamma.mapv(|x| 1.0 / x);
+        let back = exps(&g, -1.0);
         scale_rows(k_to_end.view_mut(), kc, &back);
         general_mat_mul(1.0, &kq, &k_to_end.t(), 0.0, &mut sm);
         k_to_end *= &last.mapv(exp_f32).insert_axis(Axis(0));

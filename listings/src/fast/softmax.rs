@@ -6,6 +6,7 @@
 //! of scores, never the N × N matrix.
 
 use super::general_mat_mul;
+use super::simd::LANES;
 use crate::input::{InputError, check_qkv, finite};
 use crate::m3::cost::check_block;
 use ndarray::{Array2, ArrayRef2, s};
@@ -18,11 +19,10 @@ pub const QUERY_BLOCK: usize = 256;
 /// never reaches past the last query of its block of queries.
 pub const KEY_BLOCK: usize = 512;
 
-in_widest_vectors! {
-    /// `online_softmax_rows` compiled for AVX2 and FMA where this CPU has
-    /// both (asked at run time), else as baseline x86-64 code: the
-    /// exponential's polynomial is a chain of multiply–adds, one
-    /// instruction each when fused.
+dispatched! {
+    /// `online_softmax_rows` on the current path (`simd::Path`): the
+    /// exponential's polynomial is a chain of multiply–adds, fused on the
+    /// paths with FMA.
     fn online_softmax_rows_wide(
         p: &mut [f32],
         stride: usize,
@@ -31,8 +31,7 @@ in_widest_vectors! {
         max: &mut [f32],
         denominator: &mut [f32],
         out: &mut [f32],
-    ) where "avx2", "fma" = online_softmax_rows::<true>,
-        else online_softmax_rows::<false>;
+    ) = online_softmax_rows::<true>, else online_softmax_rows::<false>;
 }
 
 // ANCHOR: online_softmax_rows
@@ -69,14 +68,14 @@ pub fn online_softmax_rows<const FMA: bool>(
     }
 }
 
-/// The largest entry, eight lanes at a time.
+/// The largest entry, `LANES` (16) lanes at a time.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // index loops over lanes vectorise
-pub(super) fn largest(x: &[f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; 8];
-    let mut chunks = x.chunks_exact(8);
+pub fn largest(x: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
-        for l in 0..8 {
+        for l in 0..LANES {
             lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
         }
     }
@@ -87,15 +86,15 @@ pub(super) fn largest(x: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |a, &b| a.max(b))
 }
 
-/// x ← 2^(x − μ) for every entry (all x ≤ μ), and their sum, eight
+/// x ← 2^(x − μ) for every entry (all x ≤ μ), and their sum, `LANES`
 /// lanes at a time.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-pub(super) fn exp2_minus_sum<const FMA: bool>(x: &mut [f32], mu: f32) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let mut chunks = x.chunks_exact_mut(8);
+pub fn exp2_minus_sum<const FMA: bool>(x: &mut [f32], mu: f32) -> f32 {
+    let mut lanes = [0.0f32; LANES];
+    let mut chunks = x.chunks_exact_mut(LANES);
     for c in &mut chunks {
-        for l in 0..8 {
+        for l in 0..LANES {
             c[l] = exp2::<FMA>(c[l] - mu);
             lanes[l] += c[l];
         }
