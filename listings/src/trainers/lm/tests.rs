@@ -1,0 +1,138 @@
+use super::model::{Model, Shape, Work};
+use crate::paper::language_model::study::MIXERS;
+use crate::random::seeded;
+use rand::Rng;
+
+/// A tiny model: every part of the real one, few weights.
+fn tiny(mixer: crate::paper::language_model::Mixer) -> Model {
+    Model {
+        shape: Shape {
+            vocab: 7,
+            d: 8,
+            heads: 2,
+            ff: 12,
+            layers: 2,
+        },
+        mixer,
+        context: 9,
+    }
+}
+
+fn tokens(seed: u64, seqs: usize, t: usize) -> Vec<u8> {
+    let mut rng = seeded(seed);
+    (0..seqs * (t + 1)).map(|_| rng.random_range(0..7u8)).collect()
+}
+
+#[test]
+fn every_layers_gradient_matches_central_differences() {
+    for &(name, mixer) in &MIXERS {
+        for seed in [1, 2] {
+            let model = tiny(mixer);
+            let mut w: Vec<f64> = model.init(&mut seeded(seed));
+            let (seqs, t) = (2, 5);
+            let toks = tokens(seed + 10, seqs, t);
+            let mut work = Work::new(&model, seqs, t);
+            let mut grad = vec![0.0; w.len()];
+            model.loss(&w, &toks, &mut work, Some(&mut grad));
+            // A small step, so that it seldom straddles a kink of relu.
+            let h = 1e-6;
+            // Each entry against its own size, or a thousandth of the
+            // largest, whichever is larger.
+            let floor = 1e-3 * grad.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+            let mut worst = 0.0f64;
+            for i in 0..w.len() {
+                let keep = w[i];
+                w[i] = keep + h;
+                let up = model.loss(&w, &toks, &mut work, None);
+                w[i] = keep - h;
+                let down = model.loss(&w, &toks, &mut work, None);
+                w[i] = keep;
+                let numeric = (up - down) / (2.0 * h);
+                let size = numeric.abs().max(grad[i].abs()).max(floor);
+                worst = worst.max((numeric - grad[i]).abs() / size);
+            }
+            assert!(worst < 1e-4, "{name} seed {seed}: worst relative error {worst:e}");
+        }
+    }
+}
+
+#[test]
+fn the_f32_model_agrees_with_the_f64_model() {
+    for &(name, mixer) in &MIXERS {
+        for seed in [3, 4] {
+            let model = tiny(mixer);
+            let w64: Vec<f64> = model.init(&mut seeded(seed));
+            let w32: Vec<f32> = w64.iter().map(|&x| x as f32).collect();
+            let (seqs, t) = (3, 9);
+            let toks = tokens(seed, seqs, t);
+            let (mut g64, mut g32) = (vec![0.0; w64.len()], vec![0.0; w64.len()]);
+            let l64 = model.loss(&w64, &toks, &mut Work::new(&model, seqs, t), Some(&mut g64));
+            let l32 = model.loss(&w32, &toks, &mut Work::new(&model, seqs, t), Some(&mut g32));
+            assert!((l64 - l32 as f64).abs() < 1e-5 * l64.abs(), "{name}: loss {l64} vs {l32}");
+            let scale = g64.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+            for (a, b) in g64.iter().zip(&g32) {
+                assert!((a - *b as f64).abs() < 1e-4 * scale, "{name}: {a} vs {b}");
+            }
+        }
+    }
+}
+
+use super::mixer::{self, Cache, Dims};
+use crate::m3::attention::softmax_attention;
+use crate::m3::fast_weight_memory::linear_attention_recurrent;
+use crate::paper::language_model::{Mixer, Norms, delta_layer};
+use ndarray::{Array1, Array2, s};
+
+#[test]
+fn each_heads_output_is_the_chapters_layer() {
+    // The trainer's mixers in f64, head by head, against the listings:
+    // softmax attention, linear attention with its normaliser, and the
+    // delta layer with each setting of its two switches.
+    let (seqs, t, heads, dh) = (2, 11, 2, 4);
+    let d = heads * dh;
+    for &(name, mixer) in &MIXERS {
+        for seed in [5, 6] {
+            let mut rng = seeded(seed);
+            let p = mixer.features(dh);
+            let dims = Dims { seqs, t, heads, dh, p };
+            let qkv: Vec<f64> = (0..seqs * t * 3 * d)
+                .map(|_| crate::random::standard_normal(&mut rng))
+                .collect();
+            let beta: Vec<f64> =
+                (0..seqs * t * heads).map(|_| rng.random()).collect();
+            let mut u = vec![0.0; seqs * t * d];
+            mixer::forward(mixer, dims, &qkv, &beta, &mut u, &mut Cache::new(mixer, dims));
+            let all = Array2::from_shape_vec((seqs * t, 3 * d), qkv.clone()).unwrap();
+            let betas = Array2::from_shape_vec((seqs * t, heads), beta.clone()).unwrap();
+            let u = Array2::from_shape_vec((seqs * t, d), u).unwrap();
+            for b in 0..seqs {
+                for h in 0..heads {
+                    let rows = s![b * t..(b + 1) * t, h * dh..(h + 1) * dh];
+                    let rows_k = s![b * t..(b + 1) * t, d + h * dh..d + (h + 1) * dh];
+                    let rows_v = s![b * t..(b + 1) * t, 2 * d + h * dh..2 * d + (h + 1) * dh];
+                    let (q, k, v) = (all.slice(rows), all.slice(rows_k), all.slice(rows_v));
+                    let want = match mixer {
+                        Mixer::Softmax => {
+                            softmax_attention(&q, &k, &v, crate::m3::attention::Mask::Causal).unwrap().output
+                        }
+                        Mixer::Sum(phi) => {
+                            let omega = Array2::zeros((0, 0));
+                            linear_attention_recurrent(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v).unwrap()
+                        }
+                        Mixer::Delta { phi, sum_norm, attn_norm } => {
+                            let omega = Array2::zeros((0, 0));
+                            let beta: Array1<f64> = betas.slice(s![b * t..(b + 1) * t, h]).to_owned();
+                            let norms = Norms { sum: sum_norm, attention: attn_norm };
+                            delta_layer(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v, &beta, norms).unwrap()
+                        }
+                    };
+                    let got = u.slice(s![b * t..(b + 1) * t, h * dh..(h + 1) * dh]);
+                    let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                    for (a, w) in got.iter().zip(&want) {
+                        assert!((a - w).abs() < 1e-5 * scale, "{name} seed {seed}: {a} vs {w}");
+                    }
+                }
+            }
+        }
+    }
+}
