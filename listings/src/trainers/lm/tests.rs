@@ -88,10 +88,24 @@ fn each_heads_output_is_the_chapters_layer() {
     // The trainer's mixers in f64, head by head, against the listings:
     // softmax attention, linear attention with its normaliser, and the
     // delta layer with each setting of its two switches.
-    let (seqs, t, heads, dh) = (2, 11, 2, 4);
+    let (seqs, t, heads, dh) = (2, 11, 2, 8);
     let d = heads * dh;
-    for &(name, mixer) in &MIXERS {
-        for seed in [5, 6] {
+    // The plan's layers, and the linear ones again with elu+1, whose
+    // features never leave the attention normaliser at zero.
+    let mut mixers = MIXERS.to_vec();
+    for (name, m) in MIXERS {
+        let phi = crate::phi::FeatureMap::EluPlusOne;
+        match m {
+            Mixer::Delta { sum_norm, attn_norm, .. } => {
+                mixers.push((name, Mixer::Delta { phi, sum_norm, attn_norm }))
+            }
+            Mixer::Sum(_) => mixers.push((name, Mixer::Sum(phi))),
+            Mixer::Softmax => {}
+        }
+    }
+    for &(name, mixer) in &mixers {
+        let mut compared = 0;
+        for seed in [5, 6, 7, 8] {
             let mut rng = seeded(seed);
             let p = mixer.features(dh);
             let dims = Dims { seqs, t, heads, dh, p };
@@ -117,22 +131,36 @@ fn each_heads_output_is_the_chapters_layer() {
                         }
                         Mixer::Sum(phi) => {
                             let omega = Array2::zeros((0, 0));
-                            linear_attention_recurrent(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v).unwrap()
+                            match linear_attention_recurrent(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v) {
+                                Ok(y) => y,
+                                Err(crate::input::InputError::NonPositive { .. }) => continue,
+                                Err(e) => panic!("{name}: {e}"),
+                            }
                         }
                         Mixer::Delta { phi, sum_norm, attn_norm } => {
                             let omega = Array2::zeros((0, 0));
                             let beta: Array1<f64> = betas.slice(s![b * t..(b + 1) * t, h]).to_owned();
                             let norms = Norms { sum: sum_norm, attention: attn_norm };
-                            delta_layer(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v, &beta, norms).unwrap()
+                            match delta_layer(&phi.apply(&q, &omega), &phi.apply(&k, &omega), &v, &beta, norms) {
+                                Ok(y) => y,
+                                // DPFP's sparse features can meet no key
+                                // at all: the listing refuses to divide by
+                                // zero, the trainer reads 0 / ε.
+                                Err(crate::input::InputError::NonPositive { .. }) => continue,
+                                Err(e) => panic!("{name}: {e}"),
+                            }
                         }
                     };
+                    compared += 1;
                     let got = u.slice(s![b * t..(b + 1) * t, h * dh..(h + 1) * dh]);
                     let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
                     for (a, w) in got.iter().zip(&want) {
-                        assert!((a - w).abs() < 1e-5 * scale, "{name} seed {seed}: {a} vs {w}");
+                        // The trainer adds ε = 1e-6 to each normaliser; DPFP's can be small.
+                        assert!((a - w).abs() < 1e-3 * scale, "{name} seed {seed}: {a} vs {w}");
                     }
                 }
             }
         }
+        assert!(compared >= 2, "{name}: {compared} heads compared");
     }
 }
