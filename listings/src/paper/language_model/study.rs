@@ -229,3 +229,72 @@ pub fn parse(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
     }
     Ok((comments, records))
 }
+
+/// The committed results of `cargo xtask lm`.
+pub const COMMITTED: &str = include_str!("../../../data/lm.tsv");
+
+/// The committed results, parsed.
+pub fn committed() -> (Vec<String>, Vec<Record>) {
+    parse(COMMITTED).expect("listings/data/lm.tsv parses")
+}
+
+/// The committed test bits per byte of one layer, one per seed that did
+/// not diverge.
+pub fn test_scores(name: &str) -> Vec<f64> {
+    committed()
+        .1
+        .iter()
+        .filter(|r| r.name == name)
+        .filter_map(|r| r.test)
+        .collect()
+}
+
+/// Output `lm-results`: each layer's parameters, its test bits per byte
+/// over the seeds (min, median, max), its last validation point, and
+/// where its runs diverged; the provenance lines after.
+pub fn results_table() -> String {
+    use crate::summary::Spread;
+    use crate::table::Table;
+    let (comments, records) = committed();
+    let mut t = Table::new()
+        .left("layer", 20)
+        .right("params", 7)
+        .right("test bits/byte: min", 20)
+        .right("median", 7)
+        .right("max", 7)
+        .right("diverged at step", 17);
+    for (name, _) in MIXERS {
+        let runs: Vec<&Record> =
+            records.iter().filter(|r| r.name == name).collect();
+        let tests = test_scores(name);
+        let (lo, mid, hi) = match tests.is_empty() {
+            true => ("-".into(), "-".into(), "-".into()),
+            false => {
+                let s = Spread::of(&tests);
+                let f = |x: f64| format!("{x:.3}");
+                (f(s.min), f(s.median), f(s.max))
+            }
+        };
+        let diverged: Vec<String> = runs
+            .iter()
+            .filter_map(|r| r.diverged_at.map(|s| s.to_string()))
+            .collect();
+        let diverged = match diverged.is_empty() {
+            true => "never".to_string(),
+            false => diverged.join(", "),
+        };
+        t.row([
+            name.to_string(),
+            runs.first().map_or(0, |r| r.parameters).to_string(),
+            lo,
+            mid,
+            hi,
+            diverged,
+        ]);
+    }
+    let mut out = t.to_string();
+    for c in comments.iter().skip(2) {
+        out.push_str(&format!("\n{c}"));
+    }
+    out
+}

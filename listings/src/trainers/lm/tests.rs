@@ -164,3 +164,33 @@ fn each_heads_output_is_the_chapters_layer() {
         assert!(compared >= 2, "{name}: {compared} heads compared");
     }
 }
+
+#[test]
+fn the_first_validation_point_and_a_divergence_retrain_to_the_committed_numbers() {
+    // Training is deterministic on the same kind of machine (matrix
+    // products take AVX2 and FMA kernels where the processor has them).
+    #[cfg(target_arch = "x86_64")]
+    if !(std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma"))
+    {
+        eprintln!("skipped: the data was made with AVX2 and FMA");
+        return;
+    }
+    use crate::paper::language_model::study::{committed, plan};
+    let corpus = super::text::corpus().unwrap_or_else(|e| panic!("{e}"));
+    let records = committed().1;
+    for name in ["softmax", "delta, no sum norm"] {
+        let i = records.iter().position(|r| r.name == name).unwrap();
+        let mut run = plan()[i];
+        // Only as far as the first validation point; a small test score.
+        run.budget.steps = run.budget.first;
+        run.budget.test_windows = run.budget.batch;
+        let outcome = super::train(&run, &corpus);
+        let want = &records[i];
+        assert_eq!(outcome.diverged_at, want.diverged_at, "{name}");
+        if want.diverged_at.is_none() {
+            let f = |c: &(usize, f64)| format!("{}:{:.4}", c.0, c.1);
+            assert_eq!(f(&outcome.curve[0]), f(&want.curve[0]), "{name}");
+        }
+    }
+}
