@@ -47,7 +47,9 @@ fn main() {
     // `--only NAME`: the runs of one layer (a timing or a look).
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let only = args.get(i + 1).cloned().unwrap_or_default();
-        runs.retain(|r| listings::paper::language_model::study::name(r.mixer) == only);
+        runs.retain(|r| {
+            listings::paper::language_model::study::name(r.mixer) == only
+        });
     }
     let total = runs.len();
     let start = Instant::now();

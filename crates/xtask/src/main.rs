@@ -139,8 +139,13 @@ fn main() -> ExitCode {
         "lm" => {
             let args: Vec<String> = std::env::args().skip(2).collect();
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            setup::kjv_text(&root())
-                .and_then(|()| release_example("training the language-model study", "lm_sweep", &args))
+            setup::kjv_text(&root()).and_then(|()| {
+                release_example(
+                    "training the language-model study",
+                    "lm_sweep",
+                    &args,
+                )
+            })
         }
         "bench" => bench(),
         "mutants" => {

@@ -240,7 +240,9 @@ pub fn kjv_text(root: &Path) -> Result<(), Failure> {
     if let Ok(bytes) = fs::read(&text) {
         return check(&bytes);
     }
-    step("the King James Bible from Debian's bible-kjv (apt-get download, once)");
+    step(
+        "the King James Bible from Debian's bible-kjv (apt-get download, once)",
+    );
     let work = root.join("target/text/bible-kjv");
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work)?;

@@ -192,7 +192,7 @@ pub fn run_lm(
         runs,
         threads,
         |run| Ok(crate::trainers::lm::train(run, &corpus)),
-        |run, outcome, seconds| lm_study::Record::of(run, outcome, seconds),
+        lm_study::Record::of,
         done,
     )
 }

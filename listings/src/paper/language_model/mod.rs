@@ -63,7 +63,6 @@ impl Mixer {
     }
 }
 
-
 /// The two normalisers the paper's ablation switches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Norms {

@@ -172,17 +172,13 @@ pub struct Record {
     pub seconds: f64,
 }
 
-pub const HEADER: &str =
-    "model\tseed\tparameters\tdiverged_at\tvalid_curve\ttest_bits_per_byte\tseconds";
+pub const HEADER: &str = "model\tseed\tparameters\tdiverged_at\tvalid_curve\ttest_bits_per_byte\tseconds";
 
 /// The data file: comments, header, one line per run.
 pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
     let lines = records.iter().map(|r| {
-        let curve: Vec<String> = r
-            .curve
-            .iter()
-            .map(|(s, b)| format!("{s}:{b:.4}"))
-            .collect();
+        let curve: Vec<String> =
+            r.curve.iter().map(|(s, b)| format!("{s}:{b:.4}")).collect();
         format!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{:.1}",
             r.name,

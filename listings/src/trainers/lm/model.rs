@@ -6,6 +6,9 @@
 //! backward passes run on buffers made once ([`Work`]), generic over the
 //! float type (f32 to train, f64 for the gradient checks).
 
+// The loops index several slices at once by the same position.
+#![allow(clippy::needless_range_loop)]
+
 use super::mixer::{self, Cache, Dims, Mixer};
 pub use crate::paper::language_model::study::Shape;
 use ndarray::linalg::general_mat_mul;
@@ -158,29 +161,80 @@ fn view_mut<T>(x: &mut [T], rows: usize, cols: usize) -> ArrayViewMut2<'_, T> {
 }
 
 /// c = a b (+ c if `add`): a (m, k), b (k, n).
-fn mm<T: NdFloat>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize, add: bool) {
+fn mm<T: NdFloat>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    m: usize,
+    k: usize,
+    n: usize,
+    add: bool,
+) {
     let beta = if add { T::one() } else { T::zero() };
-    general_mat_mul(T::one(), &view(a, m, k), &view(b, k, n), beta, &mut view_mut(c, m, n));
+    general_mat_mul(
+        T::one(),
+        &view(a, m, k),
+        &view(b, k, n),
+        beta,
+        &mut view_mut(c, m, n),
+    );
 }
 
 /// c += aᵀ b: a (m, k), b (m, n), c (k, n).
-fn mm_tn<T: NdFloat>(a: &[T], b: &[T], c: &mut [T], m: usize, k: usize, n: usize) {
-    general_mat_mul(T::one(), &view(a, m, k).t(), &view(b, m, n), T::one(), &mut view_mut(c, k, n));
+fn mm_tn<T: NdFloat>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    general_mat_mul(
+        T::one(),
+        &view(a, m, k).t(),
+        &view(b, m, n),
+        T::one(),
+        &mut view_mut(c, k, n),
+    );
 }
 
 /// c = a bᵀ: a (m, n), b (k, n), c (m, k).
-fn mm_nt<T: NdFloat>(a: &[T], b: &[T], c: &mut [T], m: usize, n: usize, k: usize) {
-    general_mat_mul(T::one(), &view(a, m, n), &view(b, k, n).t(), T::zero(), &mut view_mut(c, m, k));
+fn mm_nt<T: NdFloat>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    m: usize,
+    n: usize,
+    k: usize,
+) {
+    general_mat_mul(
+        T::one(),
+        &view(a, m, n),
+        &view(b, k, n).t(),
+        T::zero(),
+        &mut view_mut(c, m, k),
+    );
 }
 
 const LN_EPS: f64 = 1e-5;
 
 /// Layer norm of each row of x (width d): x̂ and 1/σ kept, h = x̂ g + b.
-fn ln_forward<T: NdFloat>(x: &[T], g: &[T], b: &[T], xhat: &mut [T], rstd: &mut [T], h: &mut [T], d: usize) {
+fn ln_forward<T: NdFloat>(
+    x: &[T],
+    g: &[T],
+    b: &[T],
+    xhat: &mut [T],
+    rstd: &mut [T],
+    h: &mut [T],
+    d: usize,
+) {
     let inv = T::one() / T::from(d).expect("d");
     for (r, row) in x.chunks_exact(d).enumerate() {
         let mean = row.iter().fold(T::zero(), |s, &v| s + v) * inv;
-        let var = row.iter().fold(T::zero(), |s, &v| s + (v - mean) * (v - mean)) * inv;
+        let var = row
+            .iter()
+            .fold(T::zero(), |s, &v| s + (v - mean) * (v - mean))
+            * inv;
         let rs = T::one() / (var + T::from(LN_EPS).expect("eps")).sqrt();
         rstd[r] = rs;
         for i in 0..d {
@@ -319,7 +373,13 @@ impl Model {
     /// `tokens[s][..=i]` for every sequence s of `work.seqs` (each
     /// `work.t + 1` tokens long, one after another in `tokens`) and every
     /// position i; with `grad`, dL/dw is written into it.
-    pub fn loss<T: NdFloat>(&self, w: &[T], tokens: &[u8], work: &mut Work<T>, grad: Option<&mut [T]>) -> T {
+    pub fn loss<T: NdFloat>(
+        &self,
+        w: &[T],
+        tokens: &[u8],
+        work: &mut Work<T>,
+        grad: Option<&mut [T]>,
+    ) -> T {
         let lay = self.layout();
         let Shape {
             vocab,
@@ -342,17 +402,48 @@ impl Model {
             }
         }
         for (at, lw) in lay.layers.iter().zip(work.layers.iter_mut()) {
-            ln_forward(&work.x, part(w, at.ln1_g), part(w, at.ln1_b), &mut lw.xhat1, &mut lw.rstd1, &mut lw.h1, d);
+            ln_forward(
+                &work.x,
+                part(w, at.ln1_g),
+                part(w, at.ln1_b),
+                &mut lw.xhat1,
+                &mut lw.rstd1,
+                &mut lw.h1,
+                d,
+            );
             mm(&lw.h1, part(w, at.qkv), &mut lw.qkv, rows, d, 3 * d, false);
             if self.mixer.has_beta() {
-                mm(&lw.h1, part(w, at.beta), &mut lw.beta_pre, rows, d, heads, false);
+                mm(
+                    &lw.h1,
+                    part(w, at.beta),
+                    &mut lw.beta_pre,
+                    rows,
+                    d,
+                    heads,
+                    false,
+                );
                 for (b, &x) in lw.beta.iter_mut().zip(&lw.beta_pre) {
                     *b = T::one() / (T::one() + (-x).exp());
                 }
             }
-            mixer::forward(self.mixer, dims, &lw.qkv, &lw.beta, &mut lw.u, &mut lw.cache);
+            mixer::forward(
+                self.mixer,
+                dims,
+                &lw.qkv,
+                &lw.beta,
+                &mut lw.u,
+                &mut lw.cache,
+            );
             mm(&lw.u, part(w, at.wo), &mut work.x, rows, d, d, true);
-            ln_forward(&work.x, part(w, at.ln2_g), part(w, at.ln2_b), &mut lw.xhat2, &mut lw.rstd2, &mut lw.h2, d);
+            ln_forward(
+                &work.x,
+                part(w, at.ln2_g),
+                part(w, at.ln2_b),
+                &mut lw.xhat2,
+                &mut lw.rstd2,
+                &mut lw.h2,
+                d,
+            );
             mm(&lw.h2, part(w, at.w1), &mut lw.a, rows, d, ff, false);
             let b1 = part(w, at.b1);
             for row in lw.a.chunks_exact_mut(ff) {
@@ -368,8 +459,24 @@ impl Model {
                 }
             }
         }
-        ln_forward(&work.x, part(w, lay.lnf_g), part(w, lay.lnf_b), &mut work.xhatf, &mut work.rstdf, &mut work.hf, d);
-        mm(&work.hf, part(w, lay.out), &mut work.logits, rows, d, vocab, false);
+        ln_forward(
+            &work.x,
+            part(w, lay.lnf_g),
+            part(w, lay.lnf_b),
+            &mut work.xhatf,
+            &mut work.rstdf,
+            &mut work.hf,
+            d,
+        );
+        mm(
+            &work.hf,
+            part(w, lay.out),
+            &mut work.logits,
+            rows,
+            d,
+            vocab,
+            false,
+        );
         // Softmax in place; the loss; dL/dlogits = (p − onehot) / rows.
         let ob = part(w, lay.out_b);
         let inv = T::one() / T::from(rows).expect("rows");
@@ -386,12 +493,12 @@ impl Model {
                 total += *x;
             }
             for x in row.iter_mut() {
-                *x = *x / total;
+                *x /= total;
             }
             loss -= row[target(r)].ln();
             row[target(r)] -= T::one();
             for x in row.iter_mut() {
-                *x = *x * inv;
+                *x *= inv;
             }
         }
         let loss = loss * inv;
@@ -409,7 +516,16 @@ impl Model {
         work.dx.fill(T::zero());
         {
             let (gg, gb) = two(g, lay.lnf_g, lay.lnf_b);
-            ln_backward(&work.dh, &work.xhatf, &work.rstdf, part(w, lay.lnf_g), gg, gb, &mut work.dx, d);
+            ln_backward(
+                &work.dh,
+                &work.xhatf,
+                &work.rstdf,
+                part(w, lay.lnf_g),
+                gg,
+                gb,
+                &mut work.dx,
+                d,
+            );
         }
         for (at, lw) in lay.layers.iter().zip(work.layers.iter_mut()).rev() {
             // x_out = x_mid + relu(h2 W1 + b1) W2 + b2.
@@ -434,7 +550,16 @@ impl Model {
             mm_nt(&work.da, part(w, at.w1), &mut work.dh, rows, ff, d);
             {
                 let (gg, gb) = two(g, at.ln2_g, at.ln2_b);
-                ln_backward(&work.dh, &lw.xhat2, &lw.rstd2, part(w, at.ln2_g), gg, gb, &mut work.dx, d);
+                ln_backward(
+                    &work.dh,
+                    &lw.xhat2,
+                    &lw.rstd2,
+                    part(w, at.ln2_g),
+                    gg,
+                    gb,
+                    &mut work.dx,
+                    d,
+                );
             }
             // x_mid = x_in + u Wo.
             mm_tn(&lw.u, &work.dx, part_mut(g, at.wo), rows, d, d);
@@ -456,16 +581,39 @@ impl Model {
                 for (db, &b) in work.dbeta.iter_mut().zip(&lw.beta) {
                     *db = *db * b * (T::one() - b);
                 }
-                mm_tn(&lw.h1, &work.dbeta, part_mut(g, at.beta), rows, d, heads);
+                mm_tn(
+                    &lw.h1,
+                    &work.dbeta,
+                    part_mut(g, at.beta),
+                    rows,
+                    d,
+                    heads,
+                );
                 // dh += dβ_pre W_βᵀ: through `da` as scratch.
-                mm_nt(&work.dbeta, part(w, at.beta), &mut work.da[..rows * d], rows, heads, d);
+                mm_nt(
+                    &work.dbeta,
+                    part(w, at.beta),
+                    &mut work.da[..rows * d],
+                    rows,
+                    heads,
+                    d,
+                );
                 for (x, &y) in work.dh.iter_mut().zip(&work.da[..rows * d]) {
                     *x += y;
                 }
             }
             {
                 let (gg, gb) = two(g, at.ln1_g, at.ln1_b);
-                ln_backward(&work.dh, &lw.xhat1, &lw.rstd1, part(w, at.ln1_g), gg, gb, &mut work.dx, d);
+                ln_backward(
+                    &work.dh,
+                    &lw.xhat1,
+                    &lw.rstd1,
+                    part(w, at.ln1_g),
+                    gg,
+                    gb,
+                    &mut work.dx,
+                    d,
+                );
             }
         }
         for r in 0..rows {
