@@ -172,6 +172,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::regression::study::stream_table,
     },
     Output {
+        name: "lm-results",
+        run: crate::paper::language_model::study::results_table,
+    },
+    Output {
         name: "spectrum-parity",
         run: crate::after::spectrum::study::parity_table,
     },

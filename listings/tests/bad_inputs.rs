@@ -1297,3 +1297,16 @@ fn production_listings_never_return_nan_nor_panic() {
         });
     }
 }
+
+#[test]
+fn language_model_listings_never_return_nan_nor_panic() {
+    use listings::paper::language_model::{Norms, delta_layer};
+    for (sum, attention) in
+        [(true, false), (false, false), (true, true), (false, true)]
+    {
+        let norms = Norms { sum, attention };
+        never_nan_nor_panic(F64, |c| {
+            delta_layer(&c.q, &c.k, &c.v, &c.beta, norms)
+        });
+    }
+}

@@ -11,6 +11,7 @@ mod after;
 mod cost;
 mod feature_map;
 mod heatmap;
+mod language_model;
 mod lines;
 mod memory;
 mod paper;
@@ -64,6 +65,7 @@ pub const ALL: &[Figure] = &[
     figure!("favor-spread", paper::favor_spread_figure),
     figure!("dpfp-regions", paper::dpfp_regions),
     figure!("capacity-sweep", paper::capacity_sweep_figure),
+    figure!("lm-curves", language_model::lm_curves),
     figure!("attention-cost", cost::attention_cost),
     figure!("kernel-rank", rank::kernel_rank),
     figure!("taylor-features", taylor::taylor_features),

@@ -21,6 +21,9 @@
 //!                     transition's spectrum" (release, all cores; a few
 //!                     minutes) into target/tracking.tsv (`--commit`:
 //!                     rewrite listings/data/tracking.tsv)
+//! cargo xtask lm    train the language-model study (release, all cores)
+//!                     into target/lm.tsv (`--commit`: rewrite
+//!                     listings/data/lm.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -42,7 +45,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | tracking | prose | bench | mutants>
+                    recall | tracking | lm | prose | bench | mutants>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -77,6 +80,11 @@ const USAGE: &str =
           few minutes on two cores) into target/tracking.tsv; with
           --commit rewrite listings/data/tracking.tsv instead, which the
           chapter's table reads
+  lm [--commit]  train the byte-level language models of \"The
+          language-modelling result, small\" (six fast-weight layers, three
+          seeds; release mode, every core, about twenty minutes on two
+          cores) on the King James Bible that `setup` installs, into
+          target/lm.tsv; with --commit rewrite listings/data/lm.tsv
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)
@@ -130,6 +138,17 @@ fn main() -> ExitCode {
                 "tracking_sweep",
                 &args,
             )
+        }
+        "lm" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            setup::kjv_text(&root()).and_then(|()| {
+                release_example(
+                    "training the language-model study",
+                    "lm_sweep",
+                    &args,
+                )
+            })
         }
         "bench" => bench(),
         "mutants" => {

