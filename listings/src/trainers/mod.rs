@@ -17,6 +17,7 @@
 
 pub mod estimate;
 pub mod kernels;
+pub mod mqar;
 pub mod recall;
 pub mod retrieval;
 pub mod sweep;

@@ -6,8 +6,13 @@
 //! builds on these modules.
 
 pub mod model;
+pub mod mqar;
 pub mod study;
 pub mod task;
+pub mod zoology;
+pub mod zoology_study;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zoology_tests;
