@@ -4,10 +4,10 @@
 use crate::lines::{Axes, Key, Line, Series, looks, panel, stack};
 use crate::style::Width;
 use listings::after::family::recall::model::Mixer;
-use listings::after::family::recall::zoology_study as z;
 use listings::after::family::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
+use listings::after::family::recall::zoology_study as z;
 use listings::after::family::study::{chapter_editing, chapter_fading};
 
 /// Two panels: the error of reading the latest value of every key against
@@ -205,7 +205,8 @@ pub fn after_mqar(w: Width) -> String {
     let (train, keys) = panel_series(0);
     let (long, _) = panel_series(z::LENGTHS.len() - 1);
     let x = (z::WIDTHS[0] as f64 / 1.4, z::WIDTHS[1] as f64 * 1.4);
-    let top_desc = format!("width d (tested at the training length {})", z::LEN);
+    let top_desc =
+        format!("width d (tested at the training length {})", z::LEN);
     let longest = z::LEN * z::LENGTHS[z::LENGTHS.len() - 1];
     let bottom_desc = format!("width d (tested at length {longest})");
     let axes = |x_desc| Axes {

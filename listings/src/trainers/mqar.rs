@@ -6,9 +6,7 @@
 
 use crate::after::family::recall::mqar::{Mqar, MqarSequence};
 use crate::after::family::recall::zoology::{Params, Work, run_mqar};
-use crate::after::family::recall::zoology_study::{
-    LENGTHS, Record, Run, TASK,
-};
+use crate::after::family::recall::zoology_study::{LENGTHS, Record, Run, TASK};
 use crate::input::InputError;
 use crate::paper::retrieval::adam::Adam;
 use crate::random::seeded;
@@ -18,7 +16,9 @@ use crate::random::seeded;
 pub fn test_set(run: &Run, factor: usize) -> Vec<MqarSequence> {
     let mut rng = seeded(run.seed.wrapping_add((factor as u64) << 40));
     let task = TASK.longer(factor);
-    (0..run.budget.tests).map(|_| task.sample(&mut rng)).collect()
+    (0..run.budget.tests)
+        .map(|_| task.sample(&mut rng))
+        .collect()
 }
 
 /// Accuracy and mean loss per query of `params` on `seqs` of `task`.
@@ -85,7 +85,11 @@ pub fn train(run: &Run) -> Result<([f64; 3], f64), InputError> {
 }
 
 /// The record of a trained run.
-pub fn record(run: &Run, (accuracy, loss): ([f64; 3], f64), seconds: f64) -> Record {
+pub fn record(
+    run: &Run,
+    (accuracy, loss): ([f64; 3], f64),
+    seconds: f64,
+) -> Record {
     Record {
         mixer: run.net.mixer.name().to_string(),
         d: run.net.d,
@@ -106,16 +110,22 @@ mod tests {
     #[test]
     #[ignore = "times one run per mixer (sizing the budget)"]
     fn time_one_run_per_mixer() {
-        let steps: usize = std::env::var("MQAR_STEPS").map_or(50, |s| s.parse().unwrap());
-        let lr: f64 = std::env::var("MQAR_LR").map_or(3e-3, |s| s.parse().unwrap());
-        let d: usize = std::env::var("MQAR_D").map_or(16, |s| s.parse().unwrap());
+        let steps: usize =
+            std::env::var("MQAR_STEPS").map_or(50, |s| s.parse().unwrap());
+        let lr: f64 =
+            std::env::var("MQAR_LR").map_or(3e-3, |s| s.parse().unwrap());
+        let d: usize =
+            std::env::var("MQAR_D").map_or(16, |s| s.parse().unwrap());
         for mixer in [Mixer::Softmax, Mixer::Delta, Mixer::Sum] {
             let mut r = run(mixer, d, lr, 1);
             r.budget.steps = steps;
             let t = std::time::Instant::now();
             let (acc, loss) = train(&r).unwrap();
             let s = t.elapsed().as_secs_f64();
-            println!("{mixer:?} d={d}: {s:.1} s for {steps} steps (plan {}); {acc:?} {loss}", BUDGET.steps);
+            println!(
+                "{mixer:?} d={d}: {s:.1} s for {steps} steps (plan {}); {acc:?} {loss}",
+                BUDGET.steps
+            );
         }
     }
 }

@@ -776,7 +776,10 @@ pub(super) fn softmax_backward<F: Float>(
                 *dv = *dv + ps * g;
             }
         }
-        let mean = p.iter().zip(dp.iter()).fold(F::zero(), |a, (&p, &g)| a + p * g);
+        let mean = p
+            .iter()
+            .zip(dp.iter())
+            .fold(F::zero(), |a, (&p, &g)| a + p * g);
         for (s, &ps) in p.iter().enumerate() {
             let ds = ps * (dp[s] - mean) * scale;
             for j in 0..d {

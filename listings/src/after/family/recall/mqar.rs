@@ -55,7 +55,8 @@ impl Mqar {
                     break g;
                 }
             };
-            seq.queries.push((2 * n + 2 * gap, seq.tokens[2 * i + 1] - half));
+            seq.queries
+                .push((2 * n + 2 * gap, seq.tokens[2 * i + 1] - half));
         }
         while seq.tokens.len() < self.len {
             let noise = loop {

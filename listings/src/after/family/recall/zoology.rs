@@ -108,11 +108,8 @@ impl Net {
     }
 
     fn check(&self) -> Result<(), InputError> {
-        let bad = |name, value, rule| InputError::BadParameter {
-            name,
-            value,
-            rule,
-        };
+        let bad =
+            |name, value, rule| InputError::BadParameter { name, value, rule };
         match (self.d, self.vocab) {
             (0, _) => Err(bad("d", 0, "a width of at least one")),
             (_, v) if v < 4 => Err(bad("vocab", v, "at least four symbols")),
@@ -167,7 +164,11 @@ impl<F: Float> Params<F> {
             }
             let logit_gamma = (GAMMA / (1.0 - GAMMA)).ln();
             for (i, b) in w[at.bg].iter_mut().enumerate() {
-                *b = c(if net.mixer.is_decay(i) { logit_gamma } else { 0.0 });
+                *b = c(if net.mixer.is_decay(i) {
+                    logit_gamma
+                } else {
+                    0.0
+                });
             }
         }
         fill(net.readout().0, s, &mut w);
@@ -381,10 +382,9 @@ fn layer_backward<F: Float>(
         times_back(&lw.x, wg, &m.dgate, (d, g), dwg, dx);
     }
     // x = x̃ / r: dx̃ = (dx − x (x·dx)) / r, for the rules' unit rows.
-    for (unit, du, norm) in [
-        (&m.q, &mut m.dq, &lw.norm_q),
-        (&m.k, &mut m.dk, &lw.norm_k),
-    ] {
+    for (unit, du, norm) in
+        [(&m.q, &mut m.dq, &lw.norm_q), (&m.k, &mut m.dk, &lw.norm_k)]
+    {
         for ((u, du), &r) in unit
             .chunks_exact(d)
             .zip(du.chunks_exact_mut(d))
@@ -447,7 +447,13 @@ pub fn run_mqar<F: Float>(
     }
     for l in 0..LAYERS {
         zeroed(&mut work.out, len * d);
-        layer_forward(net, w, &net.layer(l), &mut work.layers[l], &mut work.out);
+        layer_forward(
+            net,
+            w,
+            &net.layer(l),
+            &mut work.layers[l],
+            &mut work.out,
+        );
         match work.layers.get_mut(l + 1) {
             Some(next) => {
                 zeroed(&mut next.x, len * d);

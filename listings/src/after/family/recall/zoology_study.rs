@@ -183,7 +183,12 @@ pub fn best<'a>(
 
 /// Mean, lowest and highest accuracy over seeds at length index `i`, at
 /// the best learning rate.
-pub fn spread(records: &[Record], mixer: Mixer, d: usize, i: usize) -> [f64; 3] {
+pub fn spread(
+    records: &[Record],
+    mixer: Mixer,
+    d: usize,
+    i: usize,
+) -> [f64; 3] {
     let (_, runs) = best(records, mixer, d);
     let acc: Vec<f64> = runs.iter().map(|r| r.accuracy[i]).collect();
     let mean = acc.iter().sum::<f64>() / acc.len().max(1) as f64;
@@ -213,8 +218,11 @@ impl std::fmt::Display for MqarTable {
         for d in WIDTHS {
             for mixer in Mixer::ALL {
                 let (lr, _) = best(&self.records, mixer, d);
-                let mut row =
-                    vec![mixer.name().to_string(), d.to_string(), lr.to_string()];
+                let mut row = vec![
+                    mixer.name().to_string(),
+                    d.to_string(),
+                    lr.to_string(),
+                ];
                 for i in 0..LENGTHS.len() {
                     let [mean, _, _] = spread(&self.records, mixer, d, i);
                     row.push(format!("{mean:.3}"));

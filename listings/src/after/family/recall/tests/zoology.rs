@@ -131,16 +131,15 @@ fn zoology_gradients_match_central_differences() {
             let mut g = p.zeros_like();
             let mut w = Work::default();
             for s in &seqs {
-                run_mqar(n, SMALL, &p, s, Some((&mut g, 1.0)), &mut w)
-                    .unwrap();
+                run_mqar(n, SMALL, &p, s, Some((&mut g, 1.0)), &mut w).unwrap();
             }
             let h = 1e-6;
             for (i, &want) in g.w.iter().enumerate() {
                 let (mut plus, mut minus) = (p.clone(), p.clone());
                 plus.w[i] += h;
                 minus.w[i] -= h;
-                let got =
-                    (loss(n, &plus, &seqs) - loss(n, &minus, &seqs)) / (2.0 * h);
+                let got = (loss(n, &plus, &seqs) - loss(n, &minus, &seqs))
+                    / (2.0 * h);
                 assert!(
                     (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
                     "{mixer:?} d={d} weight {i}: {want} vs {got}"
@@ -173,8 +172,9 @@ fn the_f32_zoology_model_computes_what_the_f64_model_computes() {
             let (mut g64, mut g32) = (p.zeros_like(), p32.zeros_like());
             let mut w64 = Work::default();
             let mut w32 = Work::default();
-            let a = run_mqar(n, task, &p, &seq, Some((&mut g64, 1.0)), &mut w64)
-                .unwrap();
+            let a =
+                run_mqar(n, task, &p, &seq, Some((&mut g64, 1.0)), &mut w64)
+                    .unwrap();
             let b =
                 run_mqar(n, task, &p32, &seq, Some((&mut g32, 1.0)), &mut w32)
                     .unwrap();
@@ -222,5 +222,116 @@ fn bad_zoology_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
         assert!(run_mqar(n, other, &p, &seq, None, &mut w).is_err());
         let zero = Net { d: 0, ..n };
         assert!(run_mqar(zero, SMALL, &p, &seq, None, &mut w).is_err());
+    }
+}
+
+// The committed sweep (listings/data/mqar.tsv).
+
+use crate::after::family::recall::zoology_study::{
+    LENGTHS, LRS, Record, WIDTHS, budget_line, committed, plan, spread, to_tsv,
+};
+use crate::data_file;
+
+#[test]
+fn the_mqar_file_holds_every_planned_run_once_and_its_provenance() {
+    let (comments, records) = committed();
+    let planned = plan();
+    assert_eq!(records.len(), planned.len());
+    for (r, run) in records.iter().zip(&planned) {
+        assert_eq!(
+            (r.mixer.as_str(), r.d, r.lr, r.seed),
+            (run.net.mixer.name(), run.net.d, run.lr, run.seed)
+        );
+        assert!(r.accuracy.iter().all(|a| (0.0..=1.0).contains(a)));
+        assert!(r.loss.is_finite() && r.seconds > 0.0);
+    }
+    let has = |prefix: &str| comments.iter().any(|c| c.starts_with(prefix));
+    assert!(has("Machine: ") && has("Date: 20"));
+    assert!(comments.contains(&budget_line()), "the budget line");
+}
+
+#[test]
+fn the_mqar_sweep_took_at_most_an_hour_on_its_machine() {
+    let (comments, _) = committed();
+    let machine = comments
+        .iter()
+        .find(|c| c.starts_with("Machine: "))
+        .expect("a machine line");
+    let minutes = data_file::wall_minutes(machine).expect("wall minutes");
+    assert!(minutes <= 60.0, "{machine}");
+    assert!(machine.contains("(2 threads)"), "{machine}");
+}
+
+#[test]
+fn the_smallest_mqar_run_retrains_to_the_committed_numbers() {
+    use crate::after::family::recall::zoology_study::run;
+    use crate::trainers::mqar::{record, train};
+    let (_, records) = committed();
+    let r = run(Mixer::FixedDecay, WIDTHS[0], LRS[0], 1);
+    let committed = records
+        .iter()
+        .find(|c| {
+            (c.mixer.as_str(), c.d, c.lr, c.seed)
+                == ("fixed decay", r.net.d, r.lr, 1)
+        })
+        .expect("the run is committed");
+    let again = record(&r, train(&r).unwrap(), 0.0);
+    let printed = |r: &Record| to_tsv(&[], std::slice::from_ref(r));
+    let strip = |s: String| s.rsplit_once('\t').map(|(a, _)| a.to_string());
+    assert_eq!(strip(printed(&again)), strip(printed(committed)));
+}
+
+/// The six rules: every mixer but softmax, the last.
+const RULES: &[Mixer] = Mixer::ALL.split_last().expect("mixers").1;
+
+/// Mean accuracy over seeds at the best rate.
+fn mean(mixer: Mixer, d: usize, length: usize) -> f64 {
+    spread(&committed().1, mixer, d, length)[0]
+}
+
+#[test]
+fn in_zoologys_setting_softmax_answers_most_at_every_width_and_length() {
+    for d in WIDTHS {
+        for i in 0..LENGTHS.len() {
+            let soft = mean(Mixer::Softmax, d, i);
+            for &m in RULES {
+                assert!(soft > mean(m, d, i), "{m:?} d = {d}, length {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn in_zoologys_setting_the_delta_rules_beat_every_other_rule() {
+    let delta = [Mixer::Delta, Mixer::GatedDelta];
+    for d in WIDTHS {
+        for i in 0..LENGTHS.len() {
+            let worst_delta = delta
+                .iter()
+                .map(|&m| mean(m, d, i))
+                .fold(f64::INFINITY, f64::min);
+            for &m in RULES.iter().filter(|m| !delta.contains(m)) {
+                assert!(worst_delta > mean(m, d, i), "{m:?} d = {d}, {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn in_zoologys_setting_every_rule_answers_more_at_the_wider_width() {
+    for &m in RULES {
+        for i in 0..LENGTHS.len() {
+            assert!(mean(m, WIDTHS[1], i) > mean(m, WIDTHS[0], i), "{m:?}");
+        }
+    }
+}
+
+#[test]
+fn in_zoologys_setting_every_rule_answers_less_at_four_times_the_length() {
+    let last = LENGTHS.len() - 1;
+    for &m in RULES {
+        for d in WIDTHS {
+            assert!(mean(m, d, last) < mean(m, d, 0), "{m:?} d = {d}");
+        }
     }
 }
