@@ -200,6 +200,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::family::recall::study::recall_table,
     },
     Output {
+        name: "after-mqar",
+        run: crate::after::family::recall::zoology_study::mqar_table,
+    },
+    Output {
         name: "after-fading",
         run: crate::after::family::study::fading_tables,
     },

@@ -3,6 +3,7 @@
 //! checked beside the code that reads them.)
 
 use listings::after::family::recall::study as recall;
+use listings::after::family::recall::zoology_study as mqar;
 use listings::after::spectrum::tracking::study as tracking;
 use listings::appendix::speed::committed::{BenchTable, CrossoverData};
 use listings::paper::retrieval::study as retrieval;
@@ -13,6 +14,7 @@ fn every_committed_file_records_its_command_machine_and_date() {
         (retrieval::committed().0, "cargo xtask retrieval"),
         (recall::committed().0, "cargo xtask recall"),
         (tracking::committed().0, "cargo xtask tracking --commit"),
+        (mqar::committed().0, "cargo xtask mqar --commit"),
     ] {
         let made_by = format!("Made by `{command}`");
         assert!(head.iter().any(|c| c.starts_with(&made_by)), "{head:?}");

@@ -7,6 +7,7 @@ use listings::after::family::recall::model::Mixer;
 use listings::after::family::recall::study::{
     PAIRS, WIDTH, committed, mean_accuracy,
 };
+use listings::after::family::recall::zoology_study as z;
 use listings::after::family::study::{chapter_editing, chapter_fading};
 
 /// Two panels: the error of reading the latest value of every key against
@@ -143,6 +144,86 @@ pub fn after_recall(w: Width) -> String {
             panel(area, &top_axes, &all, 6, w);
         } else {
             panel(area, &bottom_axes, &rules, 6, w);
+        }
+    })
+}
+
+/// The recall comparison in Zoology's setting, two panels: the share of
+/// test queries each two-layer model answers right against its width d,
+/// at the training length and at four times it. Lines join the means over
+/// seeds at each model's best learning rate; small markers are the seeds
+/// themselves. Each model's points sit a little to the side of its width
+/// so that they do not hide each other (`listings/data/mqar.tsv`, made by
+/// `cargo xtask mqar`).
+pub fn after_mqar(w: Width) -> String {
+    let (_, records) = z::committed();
+    let side = |i: usize| 1.0 + 0.035 * (i as f64 - 3.0);
+    let panel_series = |length: usize| -> (Vec<Series>, Vec<Key>) {
+        let means: Vec<Line> = Mixer::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| Line {
+                name: m.name().to_string(),
+                style: i,
+                points: z::WIDTHS
+                    .iter()
+                    .map(|&d| {
+                        let [mean, _, _] = z::spread(&records, m, d, length);
+                        (d as f64 * side(i), mean)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut series = looks(&means);
+        let keys: Vec<Key> = series.iter().map(Series::key).collect();
+        let seeds: Vec<Series> = series
+            .iter()
+            .zip(Mixer::ALL)
+            .enumerate()
+            .map(|(i, (s, m))| {
+                let mut look = s.look;
+                look.stroke = 0;
+                look.opacity = 0.5;
+                let points = z::WIDTHS
+                    .iter()
+                    .flat_map(|&d| {
+                        let (_, runs) = z::best(&records, m, d);
+                        let x = d as f64 * side(i);
+                        runs.into_iter().map(move |r| (x, r.accuracy[length]))
+                    })
+                    .collect();
+                Series {
+                    name: s.name.clone(),
+                    look,
+                    points,
+                }
+            })
+            .collect();
+        series.extend(seeds);
+        (series, keys)
+    };
+    let (train, keys) = panel_series(0);
+    let (long, _) = panel_series(z::LENGTHS.len() - 1);
+    let x = (z::WIDTHS[0] as f64 / 1.4, z::WIDTHS[1] as f64 * 1.4);
+    let top_desc =
+        format!("width d (tested at the training length {})", z::LEN);
+    let longest = z::LEN * z::LENGTHS[z::LENGTHS.len() - 1];
+    let bottom_desc = format!("width d (tested at length {longest})");
+    let axes = |x_desc| Axes {
+        x,
+        x_log: Some(2),
+        y: (0.0, 1.05),
+        y_log: 0,
+        x_desc,
+        y_desc: "share of queries answered right",
+    };
+    let (top, bottom) = (axes(&top_desc), axes(&bottom_desc));
+    let plot = w.pick(330, 280);
+    stack(w.px(640), &[(&keys, plot), (&[], plot)], w, |i, area| {
+        if i == 0 {
+            panel(area, &top, &train, 4, w);
+        } else {
+            panel(area, &bottom, &long, 4, w);
         }
     })
 }

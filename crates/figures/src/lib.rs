@@ -80,6 +80,7 @@ pub const ALL: &[Figure] = &[
     figure!("speed-crossover", speed::speed_crossover_figure),
     figure!("after-editing", after::after_editing),
     figure!("after-recall", after::after_recall),
+    figure!("after-mqar", after::after_mqar),
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

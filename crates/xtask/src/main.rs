@@ -24,6 +24,10 @@
 //! cargo xtask lm    train the language-model study (release, all cores)
 //!                     into target/lm.tsv (`--commit`: rewrite
 //!                     listings/data/lm.tsv)
+//! cargo xtask mqar   train the recall comparison in Zoology's setting
+//!                     (release, all cores; about half an hour on two
+//!                     cores) into target/mqar.tsv (`--commit`: rewrite
+//!                     listings/data/mqar.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -45,7 +49,7 @@ use xtask::{Failure, book, root, run, setup};
 
 const USAGE: &str =
     "usage: cargo xtask <setup | build | serve | browser | test | retrieval |
-                    recall | tracking | lm | prose | bench | mutants>
+                    recall | tracking | lm | mqar | prose | bench | mutants>
 
   setup   install the pinned tools (mdbook 0.5.4, mdbook-katex 0.10.0),
           and with npm ci KaTeX's stylesheet and fonts and playwright-core
@@ -85,6 +89,11 @@ const USAGE: &str =
           seeds; release mode, every core, about twenty minutes on two
           cores) on the King James Bible that `setup` installs, into
           target/lm.tsv; with --commit rewrite listings/data/lm.tsv
+  mqar [--commit]  train the two-layer recall models of \"After the
+          paper\" in Zoology's setting, every rule and softmax at two
+          widths, three learning rates and three seeds (release mode, every
+          core, about half an hour on two cores) into target/mqar.tsv; with
+          --commit rewrite listings/data/mqar.tsv, which the chapter reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)
@@ -149,6 +158,15 @@ fn main() -> ExitCode {
                     &args,
                 )
             })
+        }
+        "mqar" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            release_example(
+                "training the recall comparison in Zoology's setting",
+                "mqar_sweep",
+                &args,
+            )
         }
         "bench" => bench(),
         "mutants" => {

@@ -18,6 +18,7 @@
 pub mod estimate;
 pub mod kernels;
 pub mod lm;
+pub mod mqar;
 pub mod recall;
 pub mod retrieval;
 pub mod sweep;

@@ -89,7 +89,7 @@ impl Mixer {
 
     /// Whether gate `i` is a decay (it starts at γ; a write strength
     /// starts at ½).
-    fn is_decay(self, i: usize) -> bool {
+    pub(super) fn is_decay(self, i: usize) -> bool {
         match self {
             Mixer::ScalarDecay | Mixer::DiagonalGates => true,
             Mixer::GatedDelta => i == 0,
@@ -126,7 +126,7 @@ pub struct Params<F> {
     pub o_bias: Vec<F>,
 }
 
-fn c<F: Float>(x: f64) -> F {
+pub(super) fn c<F: Float>(x: f64) -> F {
     F::from(x).expect("a representable constant")
 }
 
@@ -260,7 +260,7 @@ fn scatter<F: Float>(
 
 /// A small constant under the square root of a norm, so that a zero row
 /// has a gradient (as F.normalize's ε does in DeltaNet's code).
-const NORM_EPS: f64 = 1e-6;
+pub(super) const NORM_EPS: f64 = 1e-6;
 
 /// Scratch for one sequence, reused across sequences.
 #[derive(Default)]
@@ -273,16 +273,22 @@ pub struct Work<F> {
     norm_q: Vec<F>,
     norm_k: Vec<F>,
     pub(super) gate: Vec<F>,
-    memory: Vec<F>,
-    attention: Vec<F>,
+    pub(super) memory: Vec<F>,
+    pub(super) attention: Vec<F>,
     pub(super) y: Vec<F>,
-    dq: Vec<F>,
-    dk: Vec<F>,
-    dv: Vec<F>,
-    dgate: Vec<F>,
+    pub(super) dq: Vec<F>,
+    pub(super) dk: Vec<F>,
+    pub(super) dv: Vec<F>,
+    pub(super) dgate: Vec<F>,
+    dp: Vec<F>,
+    alpha: Vec<F>,
+    d_alpha: Vec<F>,
+    u: Vec<F>,
+    de: Vec<F>,
+    g_mem: Vec<F>,
 }
 
-fn zeroed<F: Float>(buf: &mut Vec<F>, len: usize) {
+pub(super) fn zeroed<F: Float>(buf: &mut Vec<F>, len: usize) {
     buf.clear();
     buf.resize(len, F::zero());
 }
@@ -601,7 +607,7 @@ fn score<F: Float>(
 /// U = S_{t−1} diag(α_t), then S_t = U + (ω_t v_t − β_t U k_t) k_tᵀ; the
 /// read y_t = S_t q_t at each query. Every S_t is kept for the backward
 /// pass (S_0 = 0 first).
-fn rule_forward<F: Float>(
+pub(super) fn rule_forward<F: Float>(
     mixer: Mixer,
     d: usize,
     len: usize,
@@ -611,7 +617,8 @@ fn rule_forward<F: Float>(
     let dd = d * d;
     zeroed(&mut w.memory, (len + 1) * dd);
     let gates = mixer.gates(d);
-    let mut alpha = vec![F::zero(); d];
+    zeroed(&mut w.alpha, d);
+    let mut alpha = std::mem::take(&mut w.alpha);
     for t in 0..len {
         let gate = &w.gate[t * gates..(t + 1) * gates];
         let (beta, omega) = coefficients(mixer, gate, &mut alpha);
@@ -635,13 +642,14 @@ fn rule_forward<F: Float>(
             }
         }
     }
+    w.alpha = alpha;
 }
 // ANCHOR_END: recall_forward
 
 // ANCHOR: recall_backward
 /// The gradients of every q_t, k_t, v_t and gate, from those of the
 /// reads, by running the recurrence backwards with G = ∂L/∂S_t.
-fn rule_backward<F: Float>(
+pub(super) fn rule_backward<F: Float>(
     mixer: Mixer,
     d: usize,
     len: usize,
@@ -651,9 +659,14 @@ fn rule_backward<F: Float>(
 ) {
     let dd = d * d;
     let gates = mixer.gates(d);
-    let mut g_mem = vec![F::zero(); dd];
-    let (mut alpha, mut d_alpha) = (vec![F::zero(); d], vec![F::zero(); d]);
-    let (mut u, mut de) = (vec![F::zero(); d], vec![F::zero(); d]);
+    for buf in [&mut w.alpha, &mut w.d_alpha, &mut w.u, &mut w.de] {
+        zeroed(buf, d);
+    }
+    zeroed(&mut w.g_mem, dd);
+    let mut g_mem = std::mem::take(&mut w.g_mem);
+    let (mut alpha, mut d_alpha) =
+        (std::mem::take(&mut w.alpha), std::mem::take(&mut w.d_alpha));
+    let (mut u, mut de) = (std::mem::take(&mut w.u), std::mem::take(&mut w.de));
     for t in (0..len).rev() {
         let at = t * d..(t + 1) * d;
         let new = &w.memory[(t + 1) * dd..(t + 2) * dd];
@@ -707,15 +720,22 @@ fn rule_backward<F: Float>(
         let dgate = &mut w.dgate[t * gates..(t + 1) * gates];
         coefficients_back(mixer, &d_alpha, d_beta, d_omega, dgate);
     }
+    (w.g_mem, w.alpha, w.d_alpha, w.u, w.de) = (g_mem, alpha, d_alpha, u, de);
 }
 // ANCHOR_END: recall_backward
 
-/// y_t = Σ_{s ≤ t} p_s v_s with p = softmax(q_t·k_s/√d), at each query.
-fn softmax_forward<F: Float>(d: usize, len: usize, n: usize, w: &mut Work<F>) {
-    zeroed(&mut w.attention, n * len);
+/// y_t = Σ_{s ≤ t} p_s v_s with p = softmax(q_t·k_s/√d), at each position
+/// t from `first` on (the queries here, every position in two layers).
+pub(super) fn softmax_forward<F: Float>(
+    d: usize,
+    len: usize,
+    first: usize,
+    w: &mut Work<F>,
+) {
+    zeroed(&mut w.attention, (len - first) * len);
     let scale = F::one() / c::<F>(d as f64).sqrt();
-    for i in 0..n {
-        let t = n + i;
+    for t in first..len {
+        let i = t - first;
         let q = &w.q[t * d..(t + 1) * d];
         let p = &mut w.attention[i * len..i * len + t + 1];
         for (s, p) in p.iter_mut().enumerate() {
@@ -734,17 +754,20 @@ fn softmax_forward<F: Float>(d: usize, len: usize, n: usize, w: &mut Work<F>) {
     }
 }
 
-fn softmax_backward<F: Float>(
+/// The gradients of every q_t, k_t and v_t from those of the reads at
+/// positions `first` on.
+pub(super) fn softmax_backward<F: Float>(
     d: usize,
     len: usize,
-    n: usize,
+    first: usize,
     dy: &[F],
     w: &mut Work<F>,
 ) {
     let scale = F::one() / c::<F>(d as f64).sqrt();
-    let mut dp = vec![F::zero(); len];
-    for i in 0..n {
-        let t = n + i;
+    zeroed(&mut w.dp, len);
+    for t in first..len {
+        let i = t - first;
+        let dp = &mut w.dp;
         let dy = &dy[i * d..(i + 1) * d];
         let p = &w.attention[i * len..i * len + t + 1];
         for (s, &ps) in p.iter().enumerate() {
@@ -753,7 +776,10 @@ fn softmax_backward<F: Float>(
                 *dv = *dv + ps * g;
             }
         }
-        let mean = p.iter().zip(&dp).fold(F::zero(), |a, (&p, &g)| a + p * g);
+        let mean = p
+            .iter()
+            .zip(dp.iter())
+            .fold(F::zero(), |a, (&p, &g)| a + p * g);
         for (s, &ps) in p.iter().enumerate() {
             let ds = ps * (dp[s] - mean) * scale;
             for j in 0..d {

@@ -12,6 +12,9 @@ use crate::random::{BookRng, seeded, standard_normal};
 use crate::trainers::recall::train;
 use std::collections::{HashMap, HashSet};
 
+/// Zoology's task, the two-layer models and their committed sweep.
+mod zoology;
+
 // The task.
 
 #[test]

@@ -1,0 +1,102 @@
+//! The trainer of the recall comparison in Zoology's setting: the
+//! chapter's two-layer models in f32, batches of fresh sequences, the
+//! mean gradient, Adam; then the share of queries a fixed test set
+//! answers right at each test length. The forward and backward passes
+//! reuse their buffers; nothing grows once the first batch has run.
+
+use crate::after::family::recall::mqar::{Mqar, MqarSequence};
+use crate::after::family::recall::zoology::{Params, Work, run_mqar};
+use crate::after::family::recall::zoology_study::{LENGTHS, Record, Run, TASK};
+use crate::input::InputError;
+use crate::paper::retrieval::adam::Adam;
+use crate::random::seeded;
+
+/// The test sequences of a run at `factor` times the training length:
+/// their own seed, never trained on.
+pub fn test_set(run: &Run, factor: usize) -> Vec<MqarSequence> {
+    let mut rng = seeded(run.seed.wrapping_add((factor as u64) << 40));
+    let task = TASK.longer(factor);
+    (0..run.budget.tests)
+        .map(|_| task.sample(&mut rng))
+        .collect()
+}
+
+/// Accuracy and mean loss per query of `params` on `seqs` of `task`.
+pub fn evaluate(
+    run: &Run,
+    task: Mqar,
+    params: &Params<f32>,
+    seqs: &[MqarSequence],
+    work: &mut Work<f32>,
+) -> Result<(f64, f64), InputError> {
+    let (mut loss, mut correct) = (0.0f64, 0usize);
+    for s in seqs {
+        let scored = run_mqar(run.net, task, params, s, None, work)?;
+        loss += f64::from(scored.loss);
+        correct += scored.correct;
+    }
+    let queries = (seqs.len() * task.pairs) as f64;
+    Ok((correct as f64 / queries, loss / queries))
+}
+
+// ANCHOR: mqar_train
+/// The weights `run` ends with: fresh sequences every step, the mean
+/// gradient over the batch's queries, Adam.
+pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
+    TASK.check()?;
+    let mut rng = seeded(run.seed);
+    let mut params: Params<f32> = Params::init(&mut rng, run.net);
+    let mut adam = Adam::new(&params, run.lr as f32);
+    let mut work = Work::default();
+    let mut grad = Params {
+        w: vec![0.0; params.w.len()],
+    };
+    let mut seq = MqarSequence::default();
+    let scale = 1.0 / (run.budget.batch * TASK.pairs) as f32;
+    for _ in 0..run.budget.steps {
+        grad.w.fill(0.0);
+        for _ in 0..run.budget.batch {
+            TASK.sample_into(&mut rng, &mut seq);
+            let g = Some((&mut grad, scale));
+            run_mqar(run.net, TASK, &params, &seq, g, &mut work)?;
+        }
+        adam.update(&mut params, &grad);
+    }
+    Ok(params)
+}
+// ANCHOR_END: mqar_train
+
+/// Train `run` and test it at every length of [`LENGTHS`].
+pub fn train(run: &Run) -> Result<([f64; 3], f64), InputError> {
+    let params = trained(run)?;
+    let mut work = Work::default();
+    let mut accuracy = [0.0; 3];
+    let mut loss = 0.0;
+    for (i, &factor) in LENGTHS.iter().enumerate() {
+        let seqs = test_set(run, factor);
+        let task = TASK.longer(factor);
+        let (acc, l) = evaluate(run, task, &params, &seqs, &mut work)?;
+        accuracy[i] = acc;
+        if factor == 1 {
+            loss = l;
+        }
+    }
+    Ok((accuracy, loss))
+}
+
+/// The record of a trained run.
+pub fn record(
+    run: &Run,
+    (accuracy, loss): ([f64; 3], f64),
+    seconds: f64,
+) -> Record {
+    Record {
+        mixer: run.net.mixer.name().to_string(),
+        d: run.net.d,
+        lr: run.lr,
+        seed: run.seed,
+        accuracy,
+        loss,
+        seconds,
+    }
+}
