@@ -1310,3 +1310,116 @@ fn language_model_listings_never_return_nan_nor_panic() {
         });
     }
 }
+
+// Chapter "One recurrence, six rules", recall in Zoology's setting: the
+// two-layer models' forward and backward pass on weights and sequences
+// that do not fit, weights that are not finite, and weights so large that
+// their products overflow.
+
+fn mqar_meets_bad_input_with_an_error<F>(scale: F, huge: F)
+where
+    F: num_traits::Float + std::fmt::Debug + Default,
+{
+    use listings::after::family::recall::model::Mixer;
+    use listings::after::family::recall::mqar::Mqar;
+    use listings::after::family::recall::zoology::{
+        Net, Params, Work, run_mqar,
+    };
+    let task = Mqar {
+        vocab: 16,
+        pairs: 2,
+        len: 12,
+    };
+    let mut rng = listings::random::seeded(7);
+    let seq = task.sample(&mut rng);
+    let (mut refused, mut accepted) = (0, 0);
+    for mixer in Mixer::ALL {
+        let net = Net {
+            mixer,
+            vocab: 16,
+            d: 4,
+        };
+        let params: Params<F> = Params::init(&mut rng, net);
+        let mut work = Work::default();
+        let mut grad = Params {
+            w: vec![F::zero(); params.w.len()],
+        };
+        let scored = run_mqar(
+            net,
+            task,
+            &params,
+            &seq,
+            Some((&mut grad, scale)),
+            &mut work,
+        )
+        .unwrap_or_else(|e| panic!("{mixer:?}: good input: {e}"));
+        assert!(scored.loss.is_finite(), "{mixer:?}");
+        accepted += 1;
+        let mut nan = params.clone();
+        nan.w[3] = F::nan();
+        let mut short = params.clone();
+        short.w.pop();
+        let mut large = params.clone();
+        large.w.iter_mut().for_each(|x| *x = *x * huge);
+        let mut token = seq.clone();
+        token.tokens[5] = task.vocab;
+        let mut query = seq.clone();
+        query.queries[0].0 = task.len;
+        let mut cut = seq.clone();
+        cut.tokens.pop();
+        let other = Net { vocab: 32, ..net };
+        let narrow = Net { d: 0, ..net };
+        let bad: [(&str, Net, &Params<F>, _); 7] = [
+            ("a NaN weight", net, &nan, &seq),
+            ("a weight too few", net, &short, &seq),
+            ("a token outside the vocabulary", net, &params, &token),
+            ("a query past the end", net, &params, &query),
+            ("a token too few", net, &params, &cut),
+            ("another vocabulary", other, &params, &seq),
+            ("width 0", narrow, &params, &seq),
+        ];
+        for (what, net, params, seq) in bad {
+            let mut grad = grad.clone();
+            let r = run_mqar(
+                net,
+                task,
+                params,
+                seq,
+                Some((&mut grad, scale)),
+                &mut work,
+            );
+            assert!(r.is_err(), "{mixer:?}, {what}: no error");
+            refused += 1;
+        }
+        // Huge weights: an error, or a finite loss and finite gradients.
+        let mut grad = grad.clone();
+        match run_mqar(
+            net,
+            task,
+            &large,
+            &seq,
+            Some((&mut grad, scale)),
+            &mut work,
+        ) {
+            Ok(s) => {
+                assert!(
+                    s.loss.is_finite(),
+                    "{mixer:?}: huge weights, NaN loss"
+                );
+                assert!(
+                    grad.w.iter().all(|g| g.is_finite()),
+                    "{mixer:?}: huge weights, NaN gradient"
+                );
+                accepted += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(refused > 0 && accepted > 0);
+}
+
+#[test]
+fn the_zoology_models_meet_bad_input_with_an_error_at_f64_and_f32() {
+    mqar_meets_bad_input_with_an_error(1.0f64, 1e150);
+    mqar_meets_bad_input_with_an_error(1.0f32, 1e18);
+}

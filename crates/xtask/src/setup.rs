@@ -308,4 +308,24 @@ mod tests {
             );
         }
     }
+
+    /// The text's size and hash are written twice, here for the setup that
+    /// installs the text and in the listings that read it; the two must
+    /// agree, or setup accepts a text the study refuses.
+    #[test]
+    fn setup_and_the_language_model_study_record_the_same_text() {
+        let listings =
+            fs::read_to_string(root().join("listings/src/trainers/lm/text.rs"))
+                .unwrap();
+        let value = |name: &str| -> String {
+            let line = listings
+                .lines()
+                .find(|l| l.starts_with(&format!("pub const {name}:")))
+                .unwrap_or_else(|| panic!("text.rs defines no {name}"));
+            let (_, rhs) = line.split_once('=').unwrap();
+            rhs.trim().trim_end_matches(';').replace('_', "")
+        };
+        assert_eq!(value("KJV_BYTES"), KJV_BYTES.to_string());
+        assert_eq!(value("KJV_FNV"), format!("0x{KJV_FNV:016x}"));
+    }
 }
