@@ -266,6 +266,46 @@ mod tests {
         }
     }
 
+    #[test]
+    fn no_text_reaches_past_the_edges_of_its_drawing() {
+        // A label that runs past the viewBox is cut off on the page, at
+        // either width: the estimated extent of every unrotated text, by
+        // its anchor, lies inside the drawing.
+        for fig in ALL {
+            for w in Width::BOTH {
+                let svg = (fig.draw)(w);
+                let width: f64 = attr(&svg, "viewBox")
+                    .and_then(|v| v.split_whitespace().nth(2)?.parse().ok())
+                    .expect("a viewBox");
+                for (head, words) in texts(&svg) {
+                    if words.trim().is_empty() || head.contains("transform") {
+                        continue;
+                    }
+                    let num = |name| -> f64 {
+                        attr(&head, name).and_then(|v| v.parse().ok()).unwrap()
+                    };
+                    let (x, size) = (num("x"), num("font-size"));
+                    // Half an em a character: digits and most letters
+                    // of a sans-serif are at least that wide.
+                    let long = words.trim().chars().count() as f64 * size / 2.0;
+                    let (left, right) = match attr(&head, "text-anchor") {
+                        Some(a) if a == "middle" => {
+                            (x - long / 2.0, x + long / 2.0)
+                        }
+                        Some(a) if a == "end" => (x - long, x),
+                        _ => (x, x + long),
+                    };
+                    assert!(
+                        left >= -1.0 && right <= width + 1.0,
+                        "{} ({w:?}): {words:?} spans {left:.0}..{right:.0} \
+                         of 0..{width}",
+                        fig.name
+                    );
+                }
+            }
+        }
+    }
+
     /// Whether the text element that starts `head` holds a tspan.
     fn has_scripts(svg: &str, head: &str) -> bool {
         let at = svg.find(head).unwrap_or(0);

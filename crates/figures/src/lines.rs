@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 pub use crate::ticks::linear_ticks;
-use crate::ticks::ticks_of;
+use crate::ticks::{Ticks, ticks_of};
 
 /// A drawing area of an SVG being drawn.
 pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -250,9 +250,11 @@ pub fn panel(
         .map(|l| text_width(l, tick))
         .fold(0.0, f64::max);
     let label = w.units(Font::Label);
+    let margin = w.pick(12, 8);
     let mut chart = ChartBuilder::on(area)
-        .margin(w.pick(12, 8))
+        .margin(margin)
         .margin_left(4)
+        .margin_right(margin.max(overhang(axes, &x_ticks, tick)))
         .x_label_area_size((tick * 1.5 + label + 16.0) as u32)
         .y_label_area_size((widest + label + 22.0) as u32)
         .build_cartesian_2d(
@@ -275,6 +277,24 @@ pub fn panel(
         .draw()
         .expect(OK);
     draw_all(&mut chart, series, w);
+}
+
+/// How far the last x tick's label reaches past the right end of the
+/// axis, when that tick stands at the end (within 5% of the range): half
+/// its width, which a margin narrower than that would clip.
+fn overhang(axes: &Axes, ticks: &Ticks, units: f64) -> u32 {
+    let (Some(&at), Some(text)) = (ticks.at.last(), ticks.labels.last()) else {
+        return 0;
+    };
+    let place = |v: f64| match axes.x_log {
+        Some(_) => v.ln(),
+        None => v,
+    };
+    let (lo, hi) = (place(axes.x.0), place(axes.x.1));
+    if (hi - place(at)) > 0.05 * (hi - lo) {
+        return 0;
+    }
+    (text_width(text, units) / 2.0).ceil() as u32 + 2
 }
 
 fn draw_all<'a, CT>(
