@@ -335,14 +335,10 @@ fn the_mqar_state_file_holds_every_planned_run_once_and_its_provenance() {
     assert!(comments.contains(&budget_line()), "the budget line");
     assert!(comments.contains(&rates_line()), "the rates line");
     // Every model of the chapter's table has runs at its best rate.
-    let all = records_of_both();
+    let all = crate::after::family::recall::zoology_state::records();
     for net in models() {
         assert_eq!(best(&all, net).1.len(), 3, "{}", net.name());
     }
-}
-
-fn records_of_both() -> Vec<Record> {
-    records()
 }
 
 #[test]
@@ -380,5 +376,134 @@ fn the_smallest_hybrid_run_retrains_to_the_committed_numbers() {
     assert_eq!(strip(printed(&again)), strip(printed(committed)));
 }
 
-#[allow(dead_code)]
-const _LENGTHS: [usize; 3] = LENGTHS;
+#[test]
+fn one_rate_was_the_best_for_every_rule_at_both_widths_of_the_comparison() {
+    use crate::after::family::recall::zoology_study as z;
+    let (_, records) = z::committed();
+    for &m in RULES {
+        for d in z::WIDTHS {
+            assert_eq!(z::best(&records, m, d).0, WIDE_LRS[0], "{m:?} {d}");
+        }
+    }
+}
+
+// What the committed study shows (both files, each model at its best
+// rate, means over seeds).
+
+/// Mean accuracy at length index `i` of a model on the committed files.
+fn acc(net: Net, i: usize) -> f64 {
+    mean(&records(), net, i)
+}
+
+fn rule(m: Mixer, d: usize) -> Net {
+    Net::new(m, crate::after::family::recall::zoology_study::VOCAB, d)
+}
+
+/// The windows whose state equals that of the two-layer rules of some
+/// width (2 w d = d_rule²), with that width.
+fn equal_state_pairs() -> Vec<(Net, usize)> {
+    let mut pairs = Vec::new();
+    for w in WINDOWS {
+        let state = net_state(window(w), LEN);
+        for d in [8, 16, 32, 64] {
+            if net_state(rule(Mixer::Sum, d), LEN) == state {
+                pairs.push((window(w), d));
+            }
+        }
+    }
+    pairs
+}
+
+use crate::after::family::recall::zoology_study::LEN;
+
+#[test]
+fn at_equal_state_a_window_answers_fewer_than_the_delta_rules_at_every_length()
+{
+    let pairs = equal_state_pairs();
+    assert_eq!(pairs.len(), 2, "two windows match a rule's state");
+    for (win, d) in pairs {
+        for i in 0..LENGTHS.len() {
+            for m in [Mixer::Delta, Mixer::GatedDelta] {
+                assert!(acc(win, i) < acc(rule(m, d), i), "{}", win.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn at_equal_state_a_window_answers_fewer_than_every_rule_at_longer_lengths() {
+    for (win, d) in equal_state_pairs() {
+        for i in 1..LENGTHS.len() {
+            for &m in RULES {
+                assert!(
+                    acc(win, i) < acc(rule(m, d), i),
+                    "{} {m:?}",
+                    win.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_longest_window_loses_more_at_four_times_the_length_than_any_rule_of_its_state()
+ {
+    let last = LENGTHS.len() - 1;
+    let (win, d) = *equal_state_pairs().last().expect("a pair");
+    assert_eq!(win, window(*WINDOWS.last().unwrap()));
+    let loss = |n: Net| acc(n, 0) - acc(n, last);
+    for &m in RULES {
+        assert!(loss(win) > loss(rule(m, d)), "{m:?}");
+    }
+}
+
+#[test]
+fn the_hybrid_answers_fewer_than_the_gated_delta_model_and_more_than_the_window_model()
+ {
+    for d in HYBRID_WIDTHS.into_iter().filter(|&d| d > 8) {
+        let h = hybrid(d);
+        for i in 0..LENGTHS.len() {
+            assert!(acc(h, i) < acc(rule(Mixer::GatedDelta, d), i), "{d} {i}");
+        }
+    }
+    // At the window's width all three keep the same state.
+    let (h, w) = (hybrid(WINDOW_WIDTH), window(HYBRID_WINDOW));
+    let g = rule(Mixer::GatedDelta, WINDOW_WIDTH);
+    assert_eq!(net_state(h, LEN), net_state(w, LEN));
+    assert_eq!(net_state(h, LEN), net_state(g, LEN));
+    for i in 0..LENGTHS.len() {
+        assert!(acc(h, i) > acc(w, i), "{i}");
+    }
+}
+
+#[test]
+fn at_the_narrowest_width_every_rule_misses_nine_queries_in_ten_and_softmax_answers_nine()
+ {
+    let d = RULE_WIDTHS[0];
+    for i in 0..LENGTHS.len() {
+        for &m in RULES {
+            assert!(acc(rule(m, d), i) < 0.1, "{m:?} {i}");
+        }
+        assert!(acc(rule(Mixer::Softmax, d), i) > 0.9, "{i}");
+    }
+}
+
+#[test]
+fn at_the_widest_width_four_rules_answer_more_and_two_fewer_than_at_width_32() {
+    let (wide, before) = (RULE_WIDTHS[1], 32);
+    let more = [
+        Mixer::Sum,
+        Mixer::FixedDecay,
+        Mixer::DiagonalGates,
+        Mixer::Delta,
+    ];
+    for i in 0..LENGTHS.len() {
+        for &m in RULES {
+            let (a, b) = (acc(rule(m, wide), i), acc(rule(m, before), i));
+            match more.contains(&m) {
+                true => assert!(a > b, "{m:?} {i}"),
+                false => assert!(a < b, "{m:?} {i}"),
+            }
+        }
+    }
+}
