@@ -507,3 +507,20 @@ fn at_the_widest_width_four_rules_answer_more_and_two_fewer_than_at_width_32() {
         }
     }
 }
+
+#[test]
+fn at_the_training_length_windows_and_rules_up_to_width_32_recall_more_with_more_state()
+ {
+    for pair in WINDOWS.windows(2) {
+        assert!(
+            acc(window(pair[1]), 0) > acc(window(pair[0]), 0),
+            "{pair:?}"
+        );
+    }
+    for &m in RULES {
+        for pair in [8, 16, 32].windows(2) {
+            let (a, b) = (acc(rule(m, pair[1]), 0), acc(rule(m, pair[0]), 0));
+            assert!(a > b, "{m:?} {pair:?}");
+        }
+    }
+}
