@@ -178,7 +178,9 @@ impl std::fmt::Display for StateTable {
         writeln!(
             f,
             "share of test queries answered right, mean over seeds {SEEDS:?} at the best rate; \
-             state: floats both layers keep at the training length {LEN}"
+             state: floats both layers keep at the training length {LEN}; \
+             the rules and softmax at widths {:?} from mqar.tsv, the rest from mqar-state.tsv",
+            z::WIDTHS
         )?;
         let mut table = Table::new().left("model", 24).gap("  ");
         table = table.right("d", 3).right("state", 6).right("lr", 6);
