@@ -1,9 +1,12 @@
 //! Train every model of the recall comparison in Zoology's setting ("After
 //! the paper") and write the results to target/mqar.tsv, or with
-//! `--commit` to listings/data/mqar.tsv, the file the book reads. Run it
-//! with `cargo xtask mqar`, which builds it in release mode; it uses every
-//! core and prints each run as it finishes.
+//! `--commit` to listings/data/mqar.tsv, the file the book reads. With
+//! `--state`, train the study of recall against state size instead
+//! (target/mqar-state.tsv, or listings/data/mqar-state.tsv). Run it with
+//! `cargo xtask mqar`, which builds it in release mode; it uses every core
+//! and prints each run as it finishes.
 
+use listings::after::family::recall::zoology_state;
 use listings::after::family::recall::zoology_study::{
     budget_line, plan, to_tsv,
 };
@@ -14,23 +17,27 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let commit = match args.as_slice() {
-        [] => false,
-        [flag] if flag == "--commit" => true,
+    let flags: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (state, commit) = match flags.as_slice() {
+        [] => (false, false),
+        ["--commit"] => (false, true),
+        ["--state"] => (true, false),
+        ["--state", "--commit"] | ["--commit", "--state"] => (true, true),
         _ => {
-            eprintln!("usage: mqar_sweep [--commit]");
+            eprintln!("usage: mqar_sweep [--state] [--commit]");
             std::process::exit(2);
         }
     };
-    let out = destination("mqar.tsv", commit);
+    let name = if state { "mqar-state.tsv" } else { "mqar.tsv" };
+    let out = destination(name, commit);
     let machine = Machine::now();
-    let runs = plan();
+    let runs = if state { zoology_state::plan() } else { plan() };
     let total = runs.len();
     let start = Instant::now();
     println!("{total} runs on {} threads", machine.cores);
     let records = run_mqar(&runs, machine.cores, |r, done| {
         println!(
-            "[{done:>3}/{total}] {:>14} d = {:>2}, lr {:e}, seed {}: accuracy {:.3?} ({:.0} s CPU; {:.1} min so far)",
+            "[{done:>3}/{total}] {:>22} d = {:>2}, lr {:e}, seed {}: accuracy {:.3?} ({:.0} s CPU; {:.1} min so far)",
             r.mixer,
             r.d,
             r.lr,
@@ -46,12 +53,21 @@ fn main() {
     });
     let wall = start.elapsed().as_secs_f64() / 60.0;
     let cpu: f64 = records.iter().map(|r| r.seconds).sum::<f64>() / 60.0;
-    let mut comments = vec![
-        "Results of the recall comparison in Zoology's setting of \"After the paper\" (multi-query associative recall, two layers with short convolutions).".to_string(),
-        "Made by `cargo xtask mqar --commit` (listings/examples/mqar_sweep.rs); do not edit by hand.".to_string(),
-    ];
+    let mut comments = match state {
+        false => vec![
+            "Results of the recall comparison in Zoology's setting of \"After the paper\" (multi-query associative recall, two layers with short convolutions).".to_string(),
+            "Made by `cargo xtask mqar --commit` (listings/examples/mqar_sweep.rs); do not edit by hand.".to_string(),
+        ],
+        true => vec![
+            "Results of recall against state size in Zoology's setting of \"After the paper\" (the rules at two more widths, sliding-window attention, a hybrid; mqar.tsv holds widths 16 and 32).".to_string(),
+            "Made by `cargo xtask mqar --state --commit` (listings/examples/mqar_sweep.rs); do not edit by hand.".to_string(),
+        ],
+    };
     comments.extend(provenance(&machine, wall, Some(cpu)));
     comments.push(budget_line());
+    if state {
+        comments.push(zoology_state::rates_line());
+    }
     std::fs::write(&out, to_tsv(&comments, &records))
         .expect("write the data file");
     println!(

@@ -204,6 +204,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::family::recall::zoology_study::mqar_table,
     },
     Output {
+        name: "after-mqar-state",
+        run: crate::after::family::recall::zoology_state::state_table,
+    },
+    Output {
         name: "after-fading",
         run: crate::after::family::study::fading_tables,
     },

@@ -20,6 +20,7 @@ mod rank;
 mod retrieval;
 mod schedules;
 mod speed;
+mod state;
 mod style;
 mod taylor;
 mod ticks;
@@ -81,6 +82,7 @@ pub const ALL: &[Figure] = &[
     figure!("after-editing", after::after_editing),
     figure!("after-recall", after::after_recall),
     figure!("after-mqar", after::after_mqar),
+    figure!("after-mqar-state", state::after_mqar_state),
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

@@ -28,6 +28,10 @@
 //!                     (release, all cores; about half an hour on two
 //!                     cores) into target/mqar.tsv (`--commit`: rewrite
 //!                     listings/data/mqar.tsv)
+//! cargo xtask mqar --state   recall against state size: the rules at
+//!                     widths 8 and 64, sliding-window attention, a hybrid
+//!                     (about ten CPU-minutes) into target/mqar-state.tsv
+//!                     (`--commit`: rewrite listings/data/mqar-state.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -94,6 +98,11 @@ const USAGE: &str =
           widths, three learning rates and three seeds (release mode, every
           core, about half an hour on two cores) into target/mqar.tsv; with
           --commit rewrite listings/data/mqar.tsv, which the chapter reads
+  mqar --state [--commit]  recall against state size: the rules at
+          widths 8 and 64, sliding-window softmax attention at four
+          windows, a hybrid of a gated-delta and a window layer (release
+          mode, every core) into target/mqar-state.tsv; with --commit
+          rewrite listings/data/mqar-state.tsv, which the chapter reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)

@@ -91,7 +91,7 @@ pub fn record(
     seconds: f64,
 ) -> Record {
     Record {
-        mixer: run.net.mixer.name().to_string(),
+        mixer: run.net.name(),
         d: run.net.d,
         lr: run.lr,
         seed: run.seed,

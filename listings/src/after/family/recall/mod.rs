@@ -10,7 +10,9 @@ pub mod model;
 pub mod mqar;
 pub mod study;
 pub mod task;
+pub mod window;
 pub mod zoology;
+pub mod zoology_state;
 pub mod zoology_study;
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ pub enum Mixer {
     GatedDelta,
     /// y_t = Σ_{s ≤ t} softmax_s(q̃_t·k̃_s/√d) ṽ_s.
     Softmax,
+    /// Softmax attention over the last w tokens only, itself included:
+    /// y_t = Σ_{t−w < s ≤ t} softmax_s(q̃_t·k̃_s/√d) ṽ_s.
+    Window(usize),
 }
 // ANCHOR_END: recall_mixer
 
@@ -68,12 +71,21 @@ impl Mixer {
             Mixer::Delta => "delta",
             Mixer::GatedDelta => "gated delta",
             Mixer::Softmax => "softmax",
+            Mixer::Window(_) => "window",
         }
     }
 
     /// The mixer with this name.
     pub fn named(name: &str) -> Option<Mixer> {
         Mixer::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The name with a window's length, "window 8"; the name otherwise.
+    pub fn label(self) -> String {
+        match self {
+            Mixer::Window(w) => format!("window {w}"),
+            m => m.name().to_string(),
+        }
     }
 
     /// Gate pre-activations per token: a decay, d gates, a write strength,
@@ -83,7 +95,10 @@ impl Mixer {
             Mixer::ScalarDecay | Mixer::Delta => 1,
             Mixer::DiagonalGates => d,
             Mixer::GatedDelta => 2,
-            Mixer::Sum | Mixer::FixedDecay | Mixer::Softmax => 0,
+            Mixer::Sum
+            | Mixer::FixedDecay
+            | Mixer::Softmax
+            | Mixer::Window(_) => 0,
         }
     }
 
@@ -280,7 +295,7 @@ pub struct Work<F> {
     pub(super) dk: Vec<F>,
     pub(super) dv: Vec<F>,
     pub(super) dgate: Vec<F>,
-    dp: Vec<F>,
+    pub(super) dp: Vec<F>,
     alpha: Vec<F>,
     d_alpha: Vec<F>,
     u: Vec<F>,
@@ -331,7 +346,9 @@ fn coefficients<F: Float>(mixer: Mixer, gate: &[F], alpha: &mut [F]) -> (F, F) {
             fill(alpha, gate[0]);
             (gate[1], gate[1])
         }
-        Mixer::Softmax => unreachable!("softmax has no transition"),
+        Mixer::Softmax | Mixer::Window(_) => {
+            unreachable!("attention has no transition")
+        }
     }
 }
 // ANCHOR_END: recall_coefficients
@@ -346,7 +363,7 @@ fn coefficients_back<F: Float>(
 ) {
     let total = || d_alpha.iter().fold(F::zero(), |s, &x| s + x);
     match mixer {
-        Mixer::Sum | Mixer::FixedDecay | Mixer::Softmax => {}
+        Mixer::Sum | Mixer::FixedDecay | Mixer::Softmax | Mixer::Window(_) => {}
         Mixer::ScalarDecay => dgate[0] = total(),
         Mixer::DiagonalGates => dgate.copy_from_slice(d_alpha),
         Mixer::Delta => dgate[0] = d_beta + d_omega,
@@ -365,6 +382,13 @@ fn check_weights<F: Float>(
 ) -> Result<(), InputError> {
     let (task, d) = (shape.task, shape.d);
     task.check()?;
+    if let Mixer::Window(w) = mixer {
+        return Err(InputError::BadParameter {
+            name: "window",
+            value: w,
+            rule: "the one-layer model mixes with a rule or full softmax",
+        });
+    }
     if d == 0 {
         return Err(InputError::BadParameter {
             name: "d",

@@ -14,6 +14,8 @@ use std::collections::{HashMap, HashSet};
 
 /// Zoology's task, the two-layer models and their committed sweep.
 mod zoology;
+/// Sliding-window attention, the hybrid, and recall against state size.
+mod zoology_state;
 
 // The task.
 
@@ -296,7 +298,7 @@ fn the_models_forward_is_the_chapters_recurrence_questions_included() {
                     alpha: gate(0),
                     beta: gate(1),
                 },
-                Mixer::Softmax => unreachable!(),
+                Mixer::Softmax | Mixer::Window(_) => unreachable!(),
             };
             let want = rule_recurrent(&rule, &q, &k, &v).unwrap().output;
             for i in 0..pairs {

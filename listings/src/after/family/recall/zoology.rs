@@ -8,7 +8,8 @@
 //! convolution of [`KERNEL`] taps over each (one weight per tap and
 //! channel, no activation), mixes tokens with the rule's recurrence (unit
 //! q and k, gates σ(x W_G + b)) or with softmax attention, and adds the
-//! mixed rows back through W_O: x^l = x^{l−1} + y W_O. There is no
+//! mixed rows back through W_O: x^l = x^{l−1} + y W_O. Each layer has a
+//! mixer of its own (a hybrid mixes differently in its two). There is no
 //! feed-forward block and no normalisation layer: Zoology's MQAR
 //! configurations set the state mixer to the identity.
 
@@ -17,6 +18,7 @@ use crate::after::family::recall::model::{
     rule_forward, softmax_backward, softmax_forward, zeroed,
 };
 use crate::after::family::recall::mqar::{Mqar, MqarSequence};
+use crate::after::family::recall::window::{window_backward, window_forward};
 use crate::input::{InputError, weights_fit};
 use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;
@@ -32,10 +34,11 @@ pub const KERNEL: usize = 3;
 /// Layers of every model, as in Zoology's MQAR configurations.
 pub const LAYERS: usize = 2;
 
-/// A model: its mixer, the vocabulary it reads and its width d.
+/// A model: the mixer of each layer, the vocabulary it reads and its
+/// width d.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Net {
-    pub mixer: Mixer,
+    pub mixers: [Mixer; LAYERS],
     pub vocab: usize,
     pub d: usize,
 }
@@ -52,20 +55,41 @@ pub struct LayerAt {
     pub wg: Range<usize>,
     pub bg: Range<usize>,
     pub wo: Range<usize>,
+    /// The layer's mixer.
+    pub mixer: Mixer,
 }
 
 impl Net {
+    /// A model whose every layer mixes with `mixer`.
+    pub fn new(mixer: Mixer, vocab: usize, d: usize) -> Net {
+        Net {
+            mixers: [mixer; LAYERS],
+            vocab,
+            d,
+        }
+    }
+
+    /// Its name in the data files: the mixer's ("window 8" for a window)
+    /// if every layer has the same, else the layers' joined by " + ".
+    pub fn name(&self) -> String {
+        let [first, rest @ ..] = &self.mixers;
+        match rest.iter().all(|m| m == first) {
+            true => first.label(),
+            false => {
+                let names: Vec<String> =
+                    self.mixers.iter().map(|m| m.label()).collect();
+                names.join(" + ")
+            }
+        }
+    }
+
     /// Value symbols, the read-out's classes.
     pub fn values(&self) -> usize {
         self.vocab - self.vocab / 2
     }
 
-    fn gates(&self) -> usize {
-        self.mixer.gates(self.d)
-    }
-
-    fn layer_size(&self) -> usize {
-        let (d, g) = (self.d, self.gates());
+    fn layer_size(&self, l: usize) -> usize {
+        let (d, g) = (self.d, self.mixers[l].gates(self.d));
         4 * d * d + 3 * KERNEL * d + d * g + g
     }
 
@@ -76,8 +100,10 @@ impl Net {
 
     /// Layer `l`'s weights.
     pub fn layer(&self, l: usize) -> LayerAt {
-        let (d, g) = (self.d, self.gates());
-        let mut at = self.embed().end + l * self.layer_size();
+        let (d, mixer) = (self.d, self.mixers[l]);
+        let g = mixer.gates(d);
+        let before: usize = (0..l).map(|j| self.layer_size(j)).sum();
+        let mut at = self.embed().end + before;
         let mut next = |len: usize| {
             at += len;
             at - len..at
@@ -92,12 +118,14 @@ impl Net {
             wg: next(d * g),
             bg: next(g),
             wo: next(d * d),
+            mixer,
         }
     }
 
     /// The read-out R (values × d), then its bias.
     pub fn readout(&self) -> (Range<usize>, Range<usize>) {
-        let at = self.embed().end + LAYERS * self.layer_size();
+        let layers: usize = (0..LAYERS).map(|l| self.layer_size(l)).sum();
+        let at = self.embed().end + layers;
         let r = at..at + self.values() * self.d;
         (r.clone(), r.end..r.end + self.values())
     }
@@ -110,6 +138,9 @@ impl Net {
     fn check(&self) -> Result<(), InputError> {
         let bad =
             |name, value, rule| InputError::BadParameter { name, value, rule };
+        if self.mixers.contains(&Mixer::Window(0)) {
+            return Err(bad("window", 0, "a window of at least one token"));
+        }
         match (self.d, self.vocab) {
             (0, _) => Err(bad("d", 0, "a width of at least one")),
             (_, v) if v < 4 => Err(bad("vocab", v, "at least four symbols")),
@@ -164,7 +195,7 @@ impl<F: Float> Params<F> {
             }
             let logit_gamma = (GAMMA / (1.0 - GAMMA)).ln();
             for (i, b) in w[at.bg].iter_mut().enumerate() {
-                *b = c(if net.mixer.is_decay(i) {
+                *b = c(if at.mixer.is_decay(i) {
                     logit_gamma
                 } else {
                     0.0
@@ -277,8 +308,9 @@ fn conv_back<F: Float>(
 
 // ANCHOR: zoology_layer
 /// One layer: q̂, k̂, v̂ = x W_Q, x W_K, x W_V; a short causal convolution
-/// on each; the mixer (a rule of the family with unit q_t, k_t and gates
-/// σ(x_t W_G + b), or softmax attention) gives y; out = x + y W_O.
+/// on each; the layer's mixer (a rule of the family with unit q_t, k_t
+/// and gates σ(x_t W_G + b), or softmax attention, full or over a
+/// window) gives y; out = x + y W_O.
 fn layer_forward<F: Float>(
     net: Net,
     w: &[F],
@@ -286,8 +318,9 @@ fn layer_forward<F: Float>(
     lw: &mut LayerWork<F>,
     out: &mut [F],
 ) {
-    let (d, g, len) = (net.d, net.gates(), lw.x.len() / net.d);
-    let rule = net.mixer != Mixer::Softmax;
+    let (d, len) = (net.d, lw.x.len() / net.d);
+    let g = at.mixer.gates(d);
+    let rule = !matches!(at.mixer, Mixer::Softmax | Mixer::Window(_));
     let m = &mut lw.mix;
     for buf in [&mut lw.qh, &mut lw.kh, &mut lw.vh, &mut lw.qc, &mut lw.kc] {
         zeroed(buf, len * d);
@@ -331,9 +364,10 @@ fn layer_forward<F: Float>(
         }
     }
     zeroed(&mut m.y, len * d);
-    match rule {
-        true => rule_forward(net.mixer, d, len, 0, m),
-        false => softmax_forward(d, len, 0, m),
+    match at.mixer {
+        Mixer::Softmax => softmax_forward(d, len, 0, m),
+        Mixer::Window(w) => window_forward(d, w, len, 0, m),
+        rule => rule_forward(rule, d, len, 0, m),
     }
     times(&m.y, &w[at.wo.clone()], d, d, out);
     for (o, &x) in out.iter_mut().zip(&lw.x) {
@@ -354,8 +388,9 @@ fn layer_backward<F: Float>(
     grad: &mut [F],
     dx: &mut [F],
 ) {
-    let (d, g, len) = (net.d, net.gates(), lw.x.len() / net.d);
-    let rule = net.mixer != Mixer::Softmax;
+    let (d, len) = (net.d, lw.x.len() / net.d);
+    let g = at.mixer.gates(d);
+    let rule = !matches!(at.mixer, Mixer::Softmax | Mixer::Window(_));
     dx.copy_from_slice(dout);
     zeroed(&mut lw.dy, len * d);
     let (wo, dwo) = (&w[at.wo.clone()], &mut grad[at.wo.clone()]);
@@ -365,9 +400,10 @@ fn layer_backward<F: Float>(
         zeroed(buf, len * d);
     }
     zeroed(&mut m.dgate, len * g);
-    match rule {
-        true => rule_backward(net.mixer, d, len, 0, &lw.dy, m),
-        false => softmax_backward(d, len, 0, &lw.dy, m),
+    match at.mixer {
+        Mixer::Softmax => softmax_backward(d, len, 0, &lw.dy, m),
+        Mixer::Window(w) => window_backward(d, w, len, 0, &lw.dy, m),
+        rule => rule_backward(rule, d, len, 0, &lw.dy, m),
     }
     if g > 0 {
         for (dz, &s) in m.dgate.iter_mut().zip(&m.gate) {

@@ -60,11 +60,7 @@ pub struct Run {
 /// One run of the plan.
 pub fn run(mixer: Mixer, d: usize, lr: f64, seed: u64) -> Run {
     Run {
-        net: Net {
-            mixer,
-            vocab: VOCAB,
-            d,
-        },
+        net: Net::new(mixer, VOCAB, d),
         lr,
         seed,
         budget: BUDGET,

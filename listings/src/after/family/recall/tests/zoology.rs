@@ -94,11 +94,7 @@ const SMALL: Mqar = Mqar {
 };
 
 fn net(mixer: Mixer, d: usize) -> Net {
-    Net {
-        mixer,
-        vocab: SMALL.vocab,
-        d,
-    }
+    Net::new(mixer, SMALL.vocab, d)
 }
 
 fn loss(n: Net, p: &Params<f64>, seqs: &[MqarSequence]) -> f64 {
@@ -158,11 +154,7 @@ fn the_f32_zoology_model_computes_what_the_f64_model_computes() {
     };
     for mixer in Mixer::ALL {
         for seed in 0..2 {
-            let n = Net {
-                mixer,
-                vocab: 64,
-                d: 16,
-            };
+            let n = Net::new(mixer, 64, 16);
             let mut rng = seeded(seed);
             let p: Params<f64> = Params::init(&mut rng, n);
             let p32 = Params {
@@ -240,7 +232,7 @@ fn the_mqar_file_holds_every_planned_run_once_and_its_provenance() {
     for (r, run) in records.iter().zip(&planned) {
         assert_eq!(
             (r.mixer.as_str(), r.d, r.lr, r.seed),
-            (run.net.mixer.name(), run.net.d, run.lr, run.seed)
+            (run.net.name().as_str(), run.net.d, run.lr, run.seed)
         );
         assert!(r.accuracy.iter().all(|a| (0.0..=1.0).contains(a)));
         assert!(r.loss.is_finite() && r.seconds > 0.0);
