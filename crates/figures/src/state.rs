@@ -42,8 +42,9 @@ pub fn after_mqar_state(w: Width) -> String {
         let mut series = looks(&lines);
         series.push(Series {
             name: format!(
-                "window w = {:?}, d = {}",
-                s::WINDOWS,
+                "window, w = {} to {}, d = {}",
+                s::WINDOWS[0],
+                s::WINDOWS[s::WINDOWS.len() - 1],
                 s::WINDOW_WIDTH
             ),
             look: Look {
