@@ -204,6 +204,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::family::recall::zoology_study::mqar_table,
     },
     Output {
+        name: "after-mqar-rewrite",
+        run: crate::after::family::recall::rewrite_study::rewrite_table,
+    },
+    Output {
         name: "after-fading",
         run: crate::after::family::study::fading_tables,
     },

@@ -81,6 +81,7 @@ pub const ALL: &[Figure] = &[
     figure!("after-editing", after::after_editing),
     figure!("after-recall", after::after_recall),
     figure!("after-mqar", after::after_mqar),
+    figure!("after-mqar-rewrite", after::after_mqar_rewrite),
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

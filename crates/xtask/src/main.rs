@@ -27,7 +27,9 @@
 //! cargo xtask mqar   train the recall comparison in Zoology's setting
 //!                     (release, all cores; about half an hour on two
 //!                     cores) into target/mqar.tsv (`--commit`: rewrite
-//!                     listings/data/mqar.tsv)
+//!                     listings/data/mqar.tsv); `--rewrite` trains its
+//!                     rewrite variant into target/mqar-rewrite.tsv
+//!                     (`--commit`: listings/data/mqar-rewrite.tsv)
 //! cargo xtask prose   the words per chapter, the longest sentences and the
 //!                     symbols Appendix A lacks, enforced (no build)
 //! cargo xtask bench   time every schedule at f32 (release, one thread) beside
@@ -94,6 +96,11 @@ const USAGE: &str =
           widths, three learning rates and three seeds (release mode, every
           core, about half an hour on two cores) into target/mqar.tsv; with
           --commit rewrite listings/data/mqar.tsv, which the chapter reads
+  mqar --rewrite [--commit]  the same models on the rewrite variant (half
+          of the keys written twice, the latest value asked), every rule
+          and softmax at two widths, three rates and three seeds (about ten
+          minutes on two cores) into target/mqar-rewrite.tsv; with --commit
+          rewrite listings/data/mqar-rewrite.tsv, which the chapter reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
           a breach of the limits (no build; the build fails on them too)

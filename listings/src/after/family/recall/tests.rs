@@ -15,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 /// Zoology's task, the two-layer models and their committed sweep.
 mod zoology;
 
+/// The rewrite variant of Zoology's task and its committed sweep.
+mod rewrite;
+
 // The task.
 
 #[test]
