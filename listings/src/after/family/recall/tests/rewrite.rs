@@ -252,3 +252,150 @@ fn the_smallest_rewrite_run_retrains_to_the_committed_numbers() {
     let strip = |s: String| s.rsplit_once('\t').map(|(a, _)| a.to_string());
     assert_eq!(strip(printed(&again)), strip(printed(committed)));
 }
+
+// What the chapter says of the committed comparison.
+
+/// The four rules without an erase, and the two delta rules.
+const NO_ERASE: [Mixer; 4] = [
+    Mixer::Sum,
+    Mixer::FixedDecay,
+    Mixer::ScalarDecay,
+    Mixer::DiagonalGates,
+];
+const DELTA: [Mixer; 2] = [Mixer::Delta, Mixer::GatedDelta];
+const LENGTHS: usize = 3;
+/// The wider width.
+const WIDE: usize = WIDTHS[1];
+
+fn of(mixer: Mixer, d: usize) -> Means {
+    means(&committed().1, mixer, d)
+}
+
+/// Zoology's task (no key written twice): mean accuracy at the best rate.
+fn zoology(mixer: Mixer, d: usize, i: usize) -> f64 {
+    use crate::after::family::recall::zoology_study as z;
+    z::spread(&z::committed().1, mixer, d, i)[0]
+}
+
+#[test]
+fn with_keys_written_twice_softmax_answers_most_at_every_width_and_length() {
+    for d in WIDTHS {
+        for i in 0..LENGTHS {
+            let soft = of(Mixer::Softmax, d).all[i];
+            for m in MIXERS.into_iter().filter(|&m| m != Mixer::Softmax) {
+                assert!(soft > of(m, d).all[i], "{m:?} d = {d}, length {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn with_keys_written_twice_the_delta_rules_beat_every_other_rule() {
+    for d in WIDTHS {
+        for i in 0..LENGTHS {
+            let worst_delta = DELTA
+                .iter()
+                .map(|&m| of(m, d).all[i])
+                .fold(f64::INFINITY, f64::min);
+            for m in NO_ERASE {
+                assert!(worst_delta > of(m, d).all[i], "{m:?} d = {d}, {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn at_the_narrow_width_the_rules_without_an_erase_store_almost_nothing() {
+    // Below one question in twenty at every length, and fewer than on
+    // Zoology's task at the same width.
+    let d = WIDTHS[0];
+    for m in NO_ERASE {
+        for i in 0..LENGTHS {
+            let a = of(m, d).all[i];
+            assert!(a < 0.05 && a < zoology(m, d, i), "{m:?} {i}: {a}");
+        }
+    }
+}
+
+#[test]
+fn at_the_wide_width_the_rules_without_an_erase_miss_more_keys_written_twice() {
+    for m in NO_ERASE {
+        let x = of(m, WIDE);
+        for i in 0..LENGTHS {
+            assert!(x.twice[i] < x.once[i], "{m:?} {i}: {x:?}");
+        }
+    }
+}
+
+#[test]
+fn at_the_wide_width_the_delta_rules_answer_keys_written_twice_as_well_as_once()
+{
+    // Within two hundredths, at every length.
+    for m in DELTA {
+        let x = of(m, WIDE);
+        for i in 0..LENGTHS {
+            assert!((x.twice[i] - x.once[i]).abs() <= 0.02, "{m:?} {i}: {x:?}");
+        }
+    }
+}
+
+#[test]
+fn at_the_wide_width_most_wrong_answers_without_an_erase_are_the_old_value() {
+    // At the training length: more than half of the wrong answers about
+    // keys written twice are the old value for each rule without an
+    // erase, fewer than one in five for each delta rule.
+    for m in NO_ERASE {
+        let share = of(m, WIDE).old_among_wrong(0).expect("wrong answers");
+        assert!(share > 0.5, "{m:?}: {share}");
+    }
+    for m in DELTA {
+        let share = of(m, WIDE).old_among_wrong(0).expect("wrong answers");
+        assert!(share < 0.2, "{m:?}: {share}");
+    }
+}
+
+#[test]
+fn at_the_wide_width_the_delta_rules_lead_is_larger_on_keys_written_twice() {
+    for m in DELTA {
+        let (x, sum) = (of(m, WIDE), of(Mixer::Sum, WIDE));
+        for i in 0..LENGTHS {
+            let twice = x.twice[i] - sum.twice[i];
+            let once = x.once[i] - sum.once[i];
+            assert!(twice > once, "{m:?} {i}: {twice} vs {once}");
+        }
+    }
+}
+
+#[test]
+fn over_every_question_the_delta_rules_lead_grows_only_on_longer_sequences() {
+    // The lead over the sum rule, with keys written twice against
+    // Zoology's task: smaller at the training length at both widths;
+    // larger at two and four times it at the wide width.
+    let lead = |m: Mixer, d: usize, i: usize| {
+        let rewrite = of(m, d).all[i] - of(Mixer::Sum, d).all[i];
+        let zoo = zoology(m, d, i) - zoology(Mixer::Sum, d, i);
+        (rewrite, zoo)
+    };
+    for m in DELTA {
+        for d in WIDTHS {
+            let (rewrite, zoo) = lead(m, d, 0);
+            assert!(rewrite < zoo, "{m:?} d = {d}: {rewrite} vs {zoo}");
+        }
+        for i in 1..LENGTHS {
+            let (rewrite, zoo) = lead(m, WIDE, i);
+            assert!(rewrite > zoo, "{m:?} {i}: {rewrite} vs {zoo}");
+        }
+    }
+}
+
+#[test]
+fn with_keys_written_twice_the_gated_delta_rule_does_not_beat_the_delta_rule() {
+    // Never by more than one question in a thousand.
+    for d in WIDTHS {
+        for i in 0..LENGTHS {
+            let gated = of(Mixer::GatedDelta, d).all[i];
+            let delta = of(Mixer::Delta, d).all[i];
+            assert!(gated <= delta + 1e-3, "d = {d}, {i}: {gated} {delta}");
+        }
+    }
+}
