@@ -98,8 +98,8 @@ const USAGE: &str =
           --commit rewrite listings/data/mqar.tsv, which the chapter reads
   mqar --rewrite [--commit]  the same models on the rewrite variant (half
           of the keys written twice, the latest value asked), every rule
-          and softmax at two widths, three rates and three seeds (about ten
-          minutes on two cores) into target/mqar-rewrite.tsv; with --commit
+          and softmax at two widths, three rates and three seeds (about
+          twelve minutes on two cores) into target/mqar-rewrite.tsv; with --commit
           rewrite listings/data/mqar-rewrite.tsv, which the chapter reads
   prose   print the prose words per chapter, the longest sentences and
           the symbols of display math that Appendix A lacks, and fail on
