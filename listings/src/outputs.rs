@@ -208,6 +208,10 @@ pub const ALL: &[Output] = &[
         run: crate::after::family::recall::zoology_state::state_table,
     },
     Output {
+        name: "after-mqar-rewrite",
+        run: crate::after::family::recall::rewrite_study::rewrite_table,
+    },
+    Output {
         name: "after-fading",
         run: crate::after::family::study::fading_tables,
     },

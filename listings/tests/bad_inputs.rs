@@ -1333,12 +1333,15 @@ where
     let mut rng = listings::random::seeded(7);
     let seq = task.sample(&mut rng);
     let (mut refused, mut accepted) = (0, 0);
-    for mixer in Mixer::ALL {
-        let net = Net {
-            mixer,
-            vocab: 16,
-            d: 4,
-        };
+    let mut nets: Vec<Net> =
+        Mixer::ALL.iter().map(|&m| Net::new(m, 16, 4)).collect();
+    nets.push(Net::new(Mixer::Window(3), 16, 4));
+    nets.push(Net {
+        mixers: [Mixer::GatedDelta, Mixer::Window(3)],
+        ..Net::new(Mixer::GatedDelta, 16, 4)
+    });
+    for net in nets {
+        let mixer = net.name();
         let params: Params<F> = Params::init(&mut rng, net);
         let mut work = Work::default();
         let mut grad = Params {
@@ -1369,7 +1372,11 @@ where
         cut.tokens.pop();
         let other = Net { vocab: 32, ..net };
         let narrow = Net { d: 0, ..net };
-        let bad: [(&str, Net, &Params<F>, _); 7] = [
+        let shut = Net {
+            mixers: [net.mixers[0], Mixer::Window(0)],
+            ..net
+        };
+        let bad: [(&str, Net, &Params<F>, _); 8] = [
             ("a NaN weight", net, &nan, &seq),
             ("a weight too few", net, &short, &seq),
             ("a token outside the vocabulary", net, &params, &token),
@@ -1377,6 +1384,7 @@ where
             ("a token too few", net, &params, &cut),
             ("another vocabulary", other, &params, &seq),
             ("width 0", narrow, &params, &seq),
+            ("a window of no tokens", shut, &params, &seq),
         ];
         for (what, net, params, seq) in bad {
             let mut grad = grad.clone();

@@ -227,3 +227,62 @@ pub fn after_mqar(w: Width) -> String {
         }
     })
 }
+
+/// The rewrite variant beside Zoology's task, at the wider width: the
+/// share of questions each two-layer model answers right against the
+/// test length, means over seeds at each model's best rate. Top: Zoology's
+/// task, every key written once (`listings/data/mqar.tsv`); bottom: the
+/// rewrite variant, questions about the keys written twice
+/// (`listings/data/mqar-rewrite.tsv`, made by `cargo xtask mqar
+/// --rewrite`).
+pub fn after_mqar_rewrite(w: Width) -> String {
+    use listings::after::family::recall::rewrite_study as rw;
+    let d = rw::WIDTHS[rw::WIDTHS.len() - 1];
+    let (_, once) = z::committed();
+    let (_, twice) = rw::committed();
+    let lengths: Vec<f64> =
+        z::LENGTHS.iter().map(|&k| (k * z::LEN) as f64).collect();
+    let lines = |value: &dyn Fn(Mixer, usize) -> f64| -> Vec<Series> {
+        let lines: Vec<Line> = rw::MIXERS
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| Line {
+                name: m.name().to_string(),
+                style: i,
+                points: lengths
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &x)| (x, value(m, j)))
+                    .collect(),
+            })
+            .collect();
+        looks(&lines)
+    };
+    let top = lines(&|m, j| z::spread(&once, m, d, j)[0]);
+    let bottom = lines(&|m, j| rw::means(&twice, m, d).twice[j]);
+    let keys: Vec<Key> = top.iter().map(Series::key).collect();
+    let x = (lengths[0] / 1.3, lengths[lengths.len() - 1] * 1.3);
+    let top_desc = format!(
+        "test length (d = {d}; Zoology's task, every key written once)"
+    );
+    let bottom_desc = format!(
+        "test length (d = {d}; rewrite variant, questions about keys written twice)"
+    );
+    let axes = |x_desc| Axes {
+        x,
+        x_log: Some(2),
+        y: (0.0, 1.05),
+        y_log: 0,
+        x_desc,
+        y_desc: "share of questions answered right",
+    };
+    let (a, b) = (axes(&top_desc), axes(&bottom_desc));
+    let plot = w.pick(330, 280);
+    stack(w.px(640), &[(&keys, plot), (&[], plot)], w, |i, area| {
+        if i == 0 {
+            panel(area, &a, &top, 4, w);
+        } else {
+            panel(area, &b, &bottom, 4, w);
+        }
+    })
+}

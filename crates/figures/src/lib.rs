@@ -83,6 +83,7 @@ pub const ALL: &[Figure] = &[
     figure!("after-recall", after::after_recall),
     figure!("after-mqar", after::after_mqar),
     figure!("after-mqar-state", state::after_mqar_state),
+    figure!("after-mqar-rewrite", after::after_mqar_rewrite),
 ];
 
 /// Figures drawn from measurements of time. They differ between builds,

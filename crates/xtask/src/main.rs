@@ -27,7 +27,9 @@
 //! cargo xtask mqar   train the recall comparison in Zoology's setting
 //!                     (release, all cores; about half an hour on two
 //!                     cores) into target/mqar.tsv (`--commit`: rewrite
-//!                     listings/data/mqar.tsv)
+//!                     listings/data/mqar.tsv); `--rewrite` trains its
+//!                     rewrite variant into target/mqar-rewrite.tsv
+//!                     (`--commit`: listings/data/mqar-rewrite.tsv)
 //! cargo xtask mqar --state   recall against state size: the rules at
 //!                     widths 8 and 64, sliding-window attention, a hybrid
 //!                     (about ten CPU-minutes) into target/mqar-state.tsv
@@ -98,6 +100,12 @@ const USAGE: &str =
           widths, three learning rates and three seeds (release mode, every
           core, about half an hour on two cores) into target/mqar.tsv; with
           --commit rewrite listings/data/mqar.tsv, which the chapter reads
+  mqar --rewrite [--commit]  the same models on the rewrite variant (half
+          of the keys written twice, the latest value asked), every rule
+          and softmax at two widths, three rates and three seeds (about
+          twelve minutes on two cores) into target/mqar-rewrite.tsv; with
+          --commit rewrite listings/data/mqar-rewrite.tsv, which the
+          chapter reads
   mqar --state [--commit]  recall against state size: the rules at
           widths 8 and 64, sliding-window softmax attention at four
           windows, a hybrid of a gated-delta and a window layer (release

@@ -19,6 +19,7 @@ pub mod estimate;
 pub mod kernels;
 pub mod lm;
 pub mod mqar;
+pub mod mqar_rewrite;
 pub mod recall;
 pub mod retrieval;
 pub mod sweep;

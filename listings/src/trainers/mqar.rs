@@ -2,9 +2,11 @@
 //! chapter's two-layer models in f32, batches of fresh sequences, the
 //! mean gradient, Adam; then the share of queries a fixed test set
 //! answers right at each test length. The forward and backward passes
-//! reuse their buffers; nothing grows once the first batch has run.
+//! reuse their buffers; nothing grows once the first batch has run. The
+//! same loops train on the rewrite variant (any [`RecallTask`]).
 
 use crate::after::family::recall::mqar::{Mqar, MqarSequence};
+use crate::after::family::recall::rewrite::RecallTask;
 use crate::after::family::recall::zoology::{Params, Work, run_mqar};
 use crate::after::family::recall::zoology_study::{LENGTHS, Record, Run, TASK};
 use crate::input::InputError;
@@ -14,10 +16,23 @@ use crate::random::seeded;
 /// The test sequences of a run at `factor` times the training length:
 /// their own seed, never trained on.
 pub fn test_set(run: &Run, factor: usize) -> Vec<MqarSequence> {
+    test_set_of(run, TASK, factor)
+}
+
+/// The test sequences of a run of `task` at `factor` times its length.
+pub fn test_set_of<T: RecallTask>(
+    run: &Run,
+    task: T,
+    factor: usize,
+) -> Vec<MqarSequence> {
     let mut rng = seeded(run.seed.wrapping_add((factor as u64) << 40));
-    let task = TASK.longer(factor);
+    let task = task.stretched(factor);
     (0..run.budget.tests)
-        .map(|_| task.sample(&mut rng))
+        .map(|_| {
+            let mut seq = MqarSequence::default();
+            task.draw(&mut rng, &mut seq);
+            seq
+        })
         .collect()
 }
 
@@ -39,11 +54,20 @@ pub fn evaluate(
     Ok((correct as f64 / queries, loss / queries))
 }
 
-// ANCHOR: mqar_train
-/// The weights `run` ends with: fresh sequences every step, the mean
-/// gradient over the batch's queries, Adam.
+/// The weights `run` ends with on Zoology's task.
 pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
-    TASK.check()?;
+    trained_on(run, TASK)
+}
+
+// ANCHOR: mqar_train
+/// The weights `run` ends with on `task`: fresh sequences every step,
+/// the mean gradient over the batch's queries, Adam.
+pub fn trained_on<T: RecallTask>(
+    run: &Run,
+    task: T,
+) -> Result<Params<f32>, InputError> {
+    task.check_task()?;
+    let shape = task.shape();
     let mut rng = seeded(run.seed);
     let mut params: Params<f32> = Params::init(&mut rng, run.net);
     let mut adam = Adam::new(&params, run.lr as f32);
@@ -52,13 +76,13 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
         w: vec![0.0; params.w.len()],
     };
     let mut seq = MqarSequence::default();
-    let scale = 1.0 / (run.budget.batch * TASK.pairs) as f32;
+    let scale = 1.0 / (run.budget.batch * shape.pairs) as f32;
     for _ in 0..run.budget.steps {
         grad.w.fill(0.0);
         for _ in 0..run.budget.batch {
-            TASK.sample_into(&mut rng, &mut seq);
+            task.draw(&mut rng, &mut seq);
             let g = Some((&mut grad, scale));
-            run_mqar(run.net, TASK, &params, &seq, g, &mut work)?;
+            run_mqar(run.net, shape, &params, &seq, g, &mut work)?;
         }
         adam.update(&mut params, &grad);
     }

@@ -3,7 +3,7 @@
 //! queries a fixed test set answers right.
 
 use crate::after::family::recall::model::{
-    Params, Work, run_batch, run_sequence,
+    Mixer, Params, Work, gates_of, run_batch, run_sequence,
 };
 use crate::after::family::recall::study::{Outcome, Run};
 use crate::after::family::recall::task::Sequence;
@@ -37,7 +37,30 @@ pub fn evaluate(
     Ok(Outcome {
         accuracy: correct as f64 / queries,
         loss: loss / queries,
+        beta: mean_beta(run, params, seqs),
     })
+}
+
+/// For the delta rules, the mean write strength β_t over the questions
+/// (a key alone) and over the pairs (a key with its value) of `seqs`.
+pub fn mean_beta(
+    run: &Run,
+    params: &Params<f32>,
+    seqs: &[Sequence],
+) -> Option<[f64; 2]> {
+    let at = match run.mixer {
+        Mixer::Delta => 0,
+        Mixer::GatedDelta => 1,
+        _ => return None,
+    };
+    let (mut sum, mut count) = ([0.0f64; 2], [0usize; 2]);
+    for t in seqs.iter().flat_map(|s| &s.tokens) {
+        let kind = usize::from(t.value.is_some());
+        let beta = gates_of(run.mixer, run.shape, params, t)[at];
+        sum[kind] += f64::from(beta);
+        count[kind] += 1;
+    }
+    Some([0, 1].map(|k| sum[k] / count[k].max(1) as f64))
 }
 
 // ANCHOR: recall_train

@@ -216,6 +216,25 @@ pub fn run_mqar(
     )
 }
 
+/// Train every run of the rewrite variant's comparison on `threads`
+/// threads, calling `done` after each (with the runs finished so far);
+/// the records in the plan's order, or the first run that failed.
+pub fn run_mqar_rewrite(
+    runs: &[crate::after::family::recall::zoology_study::Run],
+    threads: usize,
+    done: impl Fn(&crate::after::family::recall::rewrite_study::Record, usize)
+    + Sync,
+) -> Result<Vec<crate::after::family::recall::rewrite_study::Record>, String> {
+    use crate::trainers::mqar_rewrite;
+    run_each(
+        runs,
+        threads,
+        |run| mqar_rewrite::train(run).map_err(|e| e.to_string()),
+        mqar_rewrite::record,
+        done,
+    )
+}
+
 /// Every run of a plan trained on `threads` threads, each taken by the
 /// next free thread: `train` trains one, `record` makes its record from
 /// what training returned and the CPU seconds it took (wall seconds

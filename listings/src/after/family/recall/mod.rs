@@ -1,6 +1,8 @@
 //! Chapter "After the paper", trained: multi-query associative recall in
 //! Zoology's setting (`mqar`, `zoology`, `zoology_study`: two layers with
 //! short convolutions, every rule and softmax attention, several widths),
+//! its rewrite variant (`rewrite`, `rewrite_study`: half of the keys
+//! written twice, the latest value asked),
 //! and the one-layer variant (`task`, `model`, `study`). The tasks, the
 //! models with their hand-made gradients, and what the chapter prints
 //! from the committed comparisons; the loops that trained them live in
@@ -8,6 +10,8 @@
 
 pub mod model;
 pub mod mqar;
+pub mod rewrite;
+pub mod rewrite_study;
 pub mod study;
 pub mod task;
 pub mod window;

@@ -43,6 +43,9 @@ pub struct Outcome {
     pub accuracy: f64,
     /// Mean cross-entropy per query.
     pub loss: f64,
+    /// For the delta rules, the mean write strength β_t over the test
+    /// set's questions and over its pairs; none for the other mixers.
+    pub beta: Option<[f64; 2]>,
 }
 
 /// Every run's budget.
@@ -101,6 +104,8 @@ pub struct Record {
     pub seed: u64,
     pub accuracy: f64,
     pub loss: f64,
+    /// The delta rules' mean β_t at questions and at pairs.
+    pub beta: Option<[f64; 2]>,
     /// CPU seconds the run took.
     pub seconds: f64,
 }
@@ -114,18 +119,22 @@ impl Record {
             seed: run.seed,
             accuracy: outcome.accuracy,
             loss: outcome.loss,
+            beta: outcome.beta,
             seconds,
         }
     }
 }
 
-const HEADER: &str = "mixer\tpairs\td\tseed\taccuracy\tloss\tcpu_seconds";
+const HEADER: &str = "mixer\tpairs\td\tseed\taccuracy\tloss\tbeta_question\tbeta_pair\tcpu_seconds";
 
 /// The data file: `#` comment lines (how it was made), a header, records.
 pub fn to_tsv(comments: &[String], records: &[Record]) -> String {
     let lines = records.iter().map(|r| {
+        let [q, p] = r.beta.map_or(["-".to_string(), "-".to_string()], |b| {
+            b.map(|x| format!("{x:.6}"))
+        });
         format!(
-            "{}\t{}\t{}\t{}\t{:.6}\t{:.6e}\t{:.1}",
+            "{}\t{}\t{}\t{}\t{:.6}\t{:.6e}\t{q}\t{p}\t{:.1}",
             r.mixer, r.pairs, r.d, r.seed, r.accuracy, r.loss, r.seconds
         )
     });
@@ -145,7 +154,14 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
                 seed: f.get(3, "seed")?,
                 accuracy: f.get(4, "accuracy")?,
                 loss: f.get(5, "loss")?,
-                seconds: f.get(6, "cpu_seconds")?,
+                beta: match (f.fields[6], f.fields[7]) {
+                    ("-", "-") => None,
+                    _ => Some([
+                        f.get(6, "beta_question")?,
+                        f.get(7, "beta_pair")?,
+                    ]),
+                },
+                seconds: f.get(8, "cpu_seconds")?,
             })
         })
         .collect::<Result<_, String>>()?;
@@ -172,6 +188,23 @@ pub fn mean_accuracy(records: &[Record], mixer: Mixer) -> Vec<f64> {
                 .map(|r| r.accuracy)
                 .collect();
             runs.iter().sum::<f64>() / runs.len() as f64
+        })
+        .collect()
+}
+
+/// The mean over seeds of a delta rule's β_t at questions and at pairs,
+/// at each number of pairs of [`PAIRS`] (none for a mixer without β_t).
+pub fn mean_beta(records: &[Record], mixer: Mixer) -> Vec<Option<[f64; 2]>> {
+    PAIRS
+        .iter()
+        .map(|&n| {
+            let runs: Vec<[f64; 2]> = records
+                .iter()
+                .filter(|r| r.mixer == mixer.name() && r.pairs == n)
+                .map(|r| r.beta)
+                .collect::<Option<_>>()?;
+            let count = runs.len().max(1) as f64;
+            Some([0, 1].map(|i| runs.iter().map(|b| b[i]).sum::<f64>() / count))
         })
         .collect()
 }
@@ -212,6 +245,22 @@ impl std::fmt::Display for RecallTable {
             table.row(row);
         }
         writeln!(f, "{table}")?;
+        writeln!(
+            f,
+            "the delta rules' mean write strength β_t on the test set, at questions / at pairs"
+        )?;
+        let mut betas = Table::new().left("model", 14).gap("  ");
+        for n in PAIRS {
+            betas = betas.right(&format!("n = {n}"), 11);
+        }
+        for mixer in [Mixer::Delta, Mixer::GatedDelta] {
+            let mut row = vec![mixer.name().to_string()];
+            row.extend(mean_beta(&self.records, mixer).iter().map(|b| {
+                b.map_or("-".to_string(), |[q, p]| format!("{q:.2} / {p:.2}"))
+            }));
+            betas.row(row);
+        }
+        writeln!(f, "{betas}")?;
         for line in self.comments.iter().skip(2) {
             writeln!(f, "{line}")?;
         }

@@ -17,6 +17,9 @@ mod zoology;
 /// Sliding-window attention, the hybrid, and recall against state size.
 mod zoology_state;
 
+/// The rewrite variant of Zoology's task and its committed sweep.
+mod rewrite;
+
 // The task.
 
 #[test]
@@ -452,6 +455,84 @@ fn below_d_pairs_only_the_delta_rules_miss_questions_and_with_one_seed() {
                 }
                 _ => assert!(worst >= 0.99, "{mixer:?} n = {n}: {a:?}"),
             }
+        }
+    }
+}
+
+// The delta rules' write strength at questions and at pairs.
+
+const DELTA_RULES: [Mixer; 2] = [Mixer::Delta, Mixer::GatedDelta];
+
+/// Each seed's mean β_t at questions and at pairs, and its accuracy.
+fn betas(mixer: Mixer, pairs: usize) -> Vec<([f64; 2], f64)> {
+    let b: Vec<([f64; 2], f64)> = runs(mixer, pairs)
+        .iter()
+        .map(|r| (r.beta.expect("a delta rule's β"), r.accuracy))
+        .collect();
+    assert_eq!(b.len(), SEEDS.len());
+    b
+}
+
+#[test]
+fn only_the_delta_rules_records_carry_a_write_strength() {
+    for r in committed().1 {
+        let delta = DELTA_RULES.iter().any(|m| m.name() == r.mixer);
+        assert_eq!(r.beta.is_some(), delta, "{}", r.mixer);
+        for b in r.beta.into_iter().flatten() {
+            assert!((0.0..=1.0).contains(&b), "{}", r.mixer);
+        }
+    }
+}
+
+#[test]
+fn the_trained_delta_rules_write_less_at_questions_than_at_pairs() {
+    for m in DELTA_RULES {
+        for n in PAIRS {
+            for ([question, pair], _) in betas(m, n) {
+                assert!(question < pair, "{m:?} n = {n}: {question} {pair}");
+            }
+        }
+    }
+}
+
+#[test]
+fn below_d_pairs_the_delta_rules_beta_at_questions_stays_above_three_tenths() {
+    for m in DELTA_RULES {
+        for n in PAIRS.into_iter().filter(|&n| n < WIDTH) {
+            for ([question, _], _) in betas(m, n) {
+                assert!(question > 0.3, "{m:?} n = {n}: {question}");
+            }
+        }
+    }
+}
+
+#[test]
+fn from_d_pairs_on_the_delta_rules_beta_at_questions_falls_with_each_doubling()
+{
+    let from_d: Vec<usize> =
+        PAIRS.into_iter().filter(|&n| n >= WIDTH).collect();
+    for m in DELTA_RULES {
+        for s in 0..SEEDS.len() {
+            let b: Vec<f64> =
+                from_d.iter().map(|&n| betas(m, n)[s].0[0]).collect();
+            assert!(b.windows(2).all(|w| w[1] < w[0]), "{m:?}: {b:?}");
+        }
+    }
+}
+
+#[test]
+fn beta_at_questions_does_not_tell_the_seed_that_misses_below_d() {
+    // Below d pairs one seed misses questions; at n = 4 its β_t at
+    // questions is the smaller of the two seeds', at n = 8 the larger.
+    for m in DELTA_RULES {
+        for (n, misser_smaller) in [(4, true), (8, false)] {
+            let b = betas(m, n);
+            let (miss, all) = match b[0].1 < b[1].1 {
+                true => (b[0], b[1]),
+                false => (b[1], b[0]),
+            };
+            assert!(miss.1 < 0.9 && all.1 == 1.0, "{m:?} n = {n}: {b:?}");
+            assert_eq!(miss.0[0] < all.0[0], misser_smaller, "{m:?} n = {n}");
         }
     }
 }

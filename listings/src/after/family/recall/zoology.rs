@@ -234,6 +234,15 @@ pub struct Work<F> {
     dx: Vec<F>,
     dprev: Vec<F>,
     scores: Vec<F>,
+    answers: Vec<Option<usize>>,
+}
+
+impl<F> Work<F> {
+    /// The value index each query of the last sequence run was answered
+    /// with (the highest score), in the order of its queries.
+    pub fn answers(&self) -> &[Option<usize>] {
+        &self.answers
+    }
 }
 
 /// out_t = x_t W for every row t; x: (len, din), W: (din, dout).
@@ -507,6 +516,7 @@ pub fn run_mqar<F: Float>(
         correct: 0,
     };
     let mut grad = grad;
+    work.answers.clear();
     for &(at, answer) in &seq.queries {
         let x = &work.out[at * d..(at + 1) * d];
         for (j, s) in work.scores.iter_mut().enumerate() {
@@ -527,6 +537,7 @@ pub fn run_mqar<F: Float>(
         out.loss = out.loss + loss;
         let best = (0..values).find(|&j| scores[j] == top);
         out.correct += usize::from(best == Some(answer));
+        work.answers.push(best);
         if let Some((g, scale)) = grad.as_mut() {
             let dx = &mut work.dx[at * d..(at + 1) * d];
             for (j, &s) in scores.iter().enumerate() {
