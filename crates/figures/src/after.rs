@@ -262,12 +262,9 @@ pub fn after_mqar_rewrite(w: Width) -> String {
     let bottom = lines(&|m, j| rw::means(&twice, m, d).twice[j]);
     let keys: Vec<Key> = top.iter().map(Series::key).collect();
     let x = (lengths[0] / 1.3, lengths[lengths.len() - 1] * 1.3);
-    let top_desc = format!(
-        "test length (d = {d}; Zoology's task, every key written once)"
-    );
-    let bottom_desc = format!(
-        "test length (d = {d}; rewrite variant, questions about keys written twice)"
-    );
+    let top_desc = format!("test length (d = {d}; Zoology's task)");
+    let bottom_desc =
+        format!("test length (d = {d}; rewrite variant, keys written twice)");
     let axes = |x_desc| Axes {
         x,
         x_log: Some(2),

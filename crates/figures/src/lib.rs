@@ -290,7 +290,14 @@ mod tests {
                     let (x, size) = (num("x"), num("font-size"));
                     // Half an em a character: digits and most letters
                     // of a sans-serif are at least that wide.
-                    let long = words.trim().chars().count() as f64 * size / 2.0;
+                    let shown = words
+                        .trim()
+                        .replace("&apos;", "'")
+                        .replace("&quot;", "\"")
+                        .replace("&lt;", "<")
+                        .replace("&gt;", ">")
+                        .replace("&amp;", "&");
+                    let long = shown.chars().count() as f64 * size / 2.0;
                     let (left, right) = match attr(&head, "text-anchor") {
                         Some(a) if a == "middle" => {
                             (x - long / 2.0, x + long / 2.0)
