@@ -8,10 +8,10 @@
 //! mqar [--rewrite | --state] [--commit]`, which builds it in release
 //! mode; it uses every core and prints each run as it finishes.
 
-use listings::after::family::recall::zoology_study::{
+use listings::after::recall::zoology_study::{
     self, Record, budget_line, plan, to_tsv,
 };
-use listings::after::family::recall::{rewrite_study, zoology_state};
+use listings::after::recall::{rewrite_study, zoology_state};
 use listings::data_file::{destination, provenance};
 use listings::measure::Machine;
 use listings::trainers::sweep::{run_mqar, run_mqar_rewrite};

@@ -4,7 +4,7 @@
 //! which builds it in release mode; it uses every core and prints each run
 //! as it finishes.
 
-use listings::after::family::recall::study::{budget_line, plan, to_tsv};
+use listings::after::recall::study::{budget_line, plan, to_tsv};
 use listings::data_file::{destination, provenance};
 use listings::measure::Machine;
 use listings::trainers::sweep::run_all;

@@ -197,19 +197,19 @@ pub const ALL: &[Output] = &[
     },
     Output {
         name: "after-recall",
-        run: crate::after::family::recall::study::recall_table,
+        run: crate::after::recall::study::recall_table,
     },
     Output {
         name: "after-mqar",
-        run: crate::after::family::recall::zoology_study::mqar_table,
+        run: crate::after::recall::zoology_study::mqar_table,
     },
     Output {
         name: "after-mqar-state",
-        run: crate::after::family::recall::zoology_state::state_table,
+        run: crate::after::recall::zoology_state::state_table,
     },
     Output {
         name: "after-mqar-rewrite",
-        run: crate::after::family::recall::rewrite_study::rewrite_table,
+        run: crate::after::recall::rewrite_study::rewrite_table,
     },
     Output {
         name: "after-fading",

@@ -1320,11 +1320,9 @@ fn mqar_meets_bad_input_with_an_error<F>(scale: F, huge: F)
 where
     F: num_traits::Float + std::fmt::Debug + Default,
 {
-    use listings::after::family::recall::model::Mixer;
-    use listings::after::family::recall::mqar::Mqar;
-    use listings::after::family::recall::zoology::{
-        Net, Params, Work, run_mqar,
-    };
+    use listings::after::recall::model::Mixer;
+    use listings::after::recall::mqar::Mqar;
+    use listings::after::recall::zoology::{Net, Params, Work, run_mqar};
     let task = Mqar {
         vocab: 16,
         pairs: 2,

@@ -2,8 +2,8 @@
 //! machine and the date, as the introduction says. (Their contents are
 //! checked beside the code that reads them.)
 
-use listings::after::family::recall::study as recall;
-use listings::after::family::recall::zoology_study as mqar;
+use listings::after::recall::study as recall;
+use listings::after::recall::zoology_study as mqar;
 use listings::after::spectrum::tracking::study as tracking;
 use listings::appendix::speed::committed::{BenchTable, CrossoverData};
 use listings::paper::retrieval::study as retrieval;

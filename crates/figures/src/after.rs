@@ -3,12 +3,10 @@
 
 use crate::lines::{Axes, Key, Line, Series, looks, panel, stack};
 use crate::style::Width;
-use listings::after::family::recall::model::Mixer;
-use listings::after::family::recall::study::{
-    PAIRS, WIDTH, committed, mean_accuracy,
-};
-use listings::after::family::recall::zoology_study as z;
 use listings::after::family::study::{chapter_editing, chapter_fading};
+use listings::after::recall::model::Mixer;
+use listings::after::recall::study::{PAIRS, WIDTH, committed, mean_accuracy};
+use listings::after::recall::zoology_study as z;
 
 /// Two panels: the error of reading the latest value of every key against
 /// the number n of keys written (d = 64), and what is left of one
@@ -236,7 +234,7 @@ pub fn after_mqar(w: Width) -> String {
 /// (`listings/data/mqar-rewrite.tsv`, made by `cargo xtask mqar
 /// --rewrite`).
 pub fn after_mqar_rewrite(w: Width) -> String {
-    use listings::after::family::recall::rewrite_study as rw;
+    use listings::after::recall::rewrite_study as rw;
     let d = rw::WIDTHS[rw::WIDTHS.len() - 1];
     let (_, once) = z::committed();
     let (_, twice) = rw::committed();

@@ -1,16 +1,16 @@
 //! The figure of recall against state size in "After the paper": the
 //! share of queries each two-layer model answers right against the floats
-//! its two layers keep, from `listings::after::family::recall::
+//! its two layers keep, from `listings::after::recall::
 //! zoology_state` (the committed files `mqar.tsv` and `mqar-state.tsv`).
 
 use crate::lines::{
     Axes, Dash, Key, Line, Look, Mark, Series, looks, panel, stack,
 };
 use crate::style::{PALETTE, Width};
-use listings::after::family::recall::model::Mixer;
-use listings::after::family::recall::zoology::Net;
-use listings::after::family::recall::zoology_state as s;
-use listings::after::family::recall::zoology_study as z;
+use listings::after::recall::model::Mixer;
+use listings::after::recall::zoology::Net;
+use listings::after::recall::zoology_state as s;
+use listings::after::recall::zoology_study as z;
 
 /// Two panels, at the training length and at four times it: accuracy
 /// against state (a logarithmic axis) at each model's best rate, means

@@ -513,8 +513,8 @@ mod tests {
         for (file, tests) in [
             ("listings/src/m3/cost/mod.rs", Some("m3::cost::")),
             (
-                "listings/src/after/family/recall/model.rs",
-                Some("after::family::"),
+                "listings/src/after/recall/model.rs",
+                Some("after::recall::"),
             ),
             (
                 "listings/src/appendix/how_built.rs",

@@ -5,3 +5,4 @@ pub mod regression;
 pub mod spectrum;
 pub mod family;
 pub mod production;
+pub mod recall;

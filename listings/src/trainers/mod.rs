@@ -7,7 +7,7 @@
 //! They are engines, not lessons. The chapters show the ideas (the model,
 //! its reads, one backward pass, the stopping rule, the plan) and read the
 //! committed data; these modules build on the chapters' definitions
-//! (`paper::retrieval`, `after::family::recall`,
+//! (`paper::retrieval`, `after::recall`,
 //! `after::spectrum::tracking`) to train them fast. Imports
 //! run one way: a trainer uses the chapters, and no chapter uses a trainer
 //! (only tests reach across, to retrain a committed run).

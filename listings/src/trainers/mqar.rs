@@ -5,10 +5,10 @@
 //! reuse their buffers; nothing grows once the first batch has run. The
 //! same loops train on the rewrite variant (any [`RecallTask`]).
 
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
-use crate::after::family::recall::rewrite::RecallTask;
-use crate::after::family::recall::zoology::{Params, Work, run_mqar};
-use crate::after::family::recall::zoology_study::{LENGTHS, Record, Run, TASK};
+use crate::after::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::rewrite::RecallTask;
+use crate::after::recall::zoology::{Params, Work, run_mqar};
+use crate::after::recall::zoology_study::{LENGTHS, Record, Run, TASK};
 use crate::input::InputError;
 use crate::paper::retrieval::adam::Adam;
 use crate::random::seeded;

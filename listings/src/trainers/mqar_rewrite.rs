@@ -3,11 +3,11 @@
 //! accuracy over every question, over the questions about keys written
 //! twice, and the share of those answered with the old value.
 
-use crate::after::family::recall::mqar::MqarSequence;
-use crate::after::family::recall::rewrite::RecallTask;
-use crate::after::family::recall::rewrite_study::{REWRITE, Record};
-use crate::after::family::recall::zoology::{Params, Work, run_mqar};
-use crate::after::family::recall::zoology_study::{LENGTHS, Run};
+use crate::after::recall::mqar::MqarSequence;
+use crate::after::recall::rewrite::RecallTask;
+use crate::after::recall::rewrite_study::{REWRITE, Record};
+use crate::after::recall::zoology::{Params, Work, run_mqar};
+use crate::after::recall::zoology_study::{LENGTHS, Run};
 use crate::input::InputError;
 use crate::trainers::mqar::{record as base_record, test_set_of, trained_on};
 

@@ -2,11 +2,11 @@
 //! batches of fresh sequences, the mean gradient, Adam; then the share of
 //! queries a fixed test set answers right.
 
-use crate::after::family::recall::model::{
+use crate::after::recall::model::{
     Mixer, Params, Work, gates_of, run_batch, run_sequence,
 };
-use crate::after::family::recall::study::{Outcome, Run};
-use crate::after::family::recall::task::Sequence;
+use crate::after::recall::study::{Outcome, Run};
+use crate::after::recall::task::Sequence;
 use crate::input::InputError;
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
@@ -94,9 +94,9 @@ pub fn trained(run: &Run) -> Result<Params<f32>, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::after::family::recall::model::Mixer;
-    use crate::after::family::recall::study::{PAIRS, SEEDS, run};
-    use crate::after::family::recall::task::Token;
+    use crate::after::recall::model::Mixer;
+    use crate::after::recall::study::{PAIRS, SEEDS, run};
+    use crate::after::recall::task::Token;
     use std::collections::HashSet;
 
     #[test]

@@ -3,7 +3,7 @@
 //! most first, and a Setting 1 lane's next size waits for its last result;
 //! the recall comparison's runs are known in advance and taken in order.
 
-use crate::after::family::recall::study as recall;
+use crate::after::recall::study as recall;
 use crate::after::spectrum::tracking::study as tracking;
 use crate::measure::thread_cpu_seconds;
 use crate::paper::language_model::study as lm_study;
@@ -201,11 +201,10 @@ pub fn run_lm(
 /// `threads` threads, calling `done` after each (with the runs finished so
 /// far); the records in the plan's order, or the first run that failed.
 pub fn run_mqar(
-    runs: &[crate::after::family::recall::zoology_study::Run],
+    runs: &[crate::after::recall::zoology_study::Run],
     threads: usize,
-    done: impl Fn(&crate::after::family::recall::zoology_study::Record, usize)
-    + Sync,
-) -> Result<Vec<crate::after::family::recall::zoology_study::Record>, String> {
+    done: impl Fn(&crate::after::recall::zoology_study::Record, usize) + Sync,
+) -> Result<Vec<crate::after::recall::zoology_study::Record>, String> {
     use crate::trainers::mqar;
     run_each(
         runs,
@@ -220,11 +219,10 @@ pub fn run_mqar(
 /// threads, calling `done` after each (with the runs finished so far);
 /// the records in the plan's order, or the first run that failed.
 pub fn run_mqar_rewrite(
-    runs: &[crate::after::family::recall::zoology_study::Run],
+    runs: &[crate::after::recall::zoology_study::Run],
     threads: usize,
-    done: impl Fn(&crate::after::family::recall::rewrite_study::Record, usize)
-    + Sync,
-) -> Result<Vec<crate::after::family::recall::rewrite_study::Record>, String> {
+    done: impl Fn(&crate::after::recall::rewrite_study::Record, usize) + Sync,
+) -> Result<Vec<crate::after::recall::rewrite_study::Record>, String> {
     use crate::trainers::mqar_rewrite;
     run_each(
         runs,

@@ -18,7 +18,6 @@ use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, Zip, s};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-pub mod recall;
 pub mod study;
 
 // ANCHOR: rule

@@ -4,13 +4,13 @@
 //! against f64, bad windows, the state each layer keeps, and the
 //! committed study of recall against state size (mqar-state.tsv).
 
-use crate::after::family::recall::model::{
+use crate::after::recall::model::{
     Mixer, Work as MixerWork, rule_forward, softmax_forward,
 };
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
-use crate::after::family::recall::window::window_forward;
-use crate::after::family::recall::zoology::*;
-use crate::after::family::recall::zoology_state::*;
+use crate::after::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::window::window_forward;
+use crate::after::recall::zoology::*;
+use crate::after::recall::zoology_state::*;
 use crate::input::InputError;
 use crate::paper::retrieval::adam::Weights;
 use crate::random::{BookRng, seeded, standard_normal};
@@ -240,8 +240,8 @@ fn a_window_of_no_tokens_is_an_input_error() {
         }
     }
     // The one-layer model of the variant mixes with no window.
-    use crate::after::family::recall::model as one;
-    use crate::after::family::recall::task::Task;
+    use crate::after::recall::model as one;
+    use crate::after::recall::task::Task;
     let task = Task {
         keys: 8,
         values: 8,
@@ -312,7 +312,7 @@ fn a_rule_keeps_d_by_d_floats_a_window_2wd_and_softmax_2nd() {
 
 // The committed study (listings/data/mqar-state.tsv).
 
-use crate::after::family::recall::zoology_study::{
+use crate::after::recall::zoology_study::{
     LENGTHS, LRS, Record, budget_line, to_tsv,
 };
 use crate::data_file;
@@ -335,7 +335,7 @@ fn the_mqar_state_file_holds_every_planned_run_once_and_its_provenance() {
     assert!(comments.contains(&budget_line()), "the budget line");
     assert!(comments.contains(&rates_line()), "the rates line");
     // Every model of the chapter's table has runs at its best rate.
-    let all = crate::after::family::recall::zoology_state::records();
+    let all = crate::after::recall::zoology_state::records();
     for net in models() {
         assert_eq!(best(&all, net).1.len(), 3, "{}", net.name());
     }
@@ -378,7 +378,7 @@ fn the_smallest_hybrid_run_retrains_to_the_committed_numbers() {
 
 #[test]
 fn one_rate_was_the_best_for_every_rule_at_both_widths_of_the_comparison() {
-    use crate::after::family::recall::zoology_study as z;
+    use crate::after::recall::zoology_study as z;
     let (_, records) = z::committed();
     for &m in RULES {
         for d in z::WIDTHS {
@@ -396,7 +396,7 @@ fn acc(net: Net, i: usize) -> f64 {
 }
 
 fn rule(m: Mixer, d: usize) -> Net {
-    Net::new(m, crate::after::family::recall::zoology_study::VOCAB, d)
+    Net::new(m, crate::after::recall::zoology_study::VOCAB, d)
 }
 
 /// The windows whose state equals that of the two-layer rules of some
@@ -414,7 +414,7 @@ fn equal_state_pairs() -> Vec<(Net, usize)> {
     pairs
 }
 
-use crate::after::family::recall::zoology_study::LEN;
+use crate::after::recall::zoology_study::LEN;
 
 #[test]
 fn at_equal_state_a_window_answers_fewer_than_the_delta_rules_at_every_length()

@@ -7,7 +7,7 @@
 //! [`RecallTask`] is what the two-layer models' trainer needs of a task,
 //! so one trainer serves Zoology's task and this one.
 
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::mqar::{Mqar, MqarSequence};
 use crate::input::InputError;
 use crate::random::BookRng;
 use rand::Rng;

@@ -4,9 +4,9 @@
 //! best learning rate per mixer and width as Zoology keeps it, and the
 //! table the chapter prints (output `after-mqar`).
 
-use crate::after::family::recall::model::Mixer;
-use crate::after::family::recall::mqar::Mqar;
-use crate::after::family::recall::zoology::Net;
+use crate::after::recall::model::Mixer;
+use crate::after::recall::mqar::Mqar;
+use crate::after::recall::zoology::Net;
 use crate::data_file;
 use crate::table::Table;
 
@@ -146,7 +146,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
 }
 
 /// The committed results of `cargo xtask mqar`.
-pub const COMMITTED: &str = include_str!("../../../../data/mqar.tsv");
+pub const COMMITTED: &str = include_str!("../../../data/mqar.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {

@@ -13,12 +13,12 @@
 //! feed-forward block and no normalisation layer: Zoology's MQAR
 //! configurations set the state mixer to the identity.
 
-use crate::after::family::recall::model::{
+use crate::after::recall::model::{
     GAMMA, Mixer, NORM_EPS, Scored, Work as MixerWork, c, rule_backward,
     rule_forward, softmax_backward, softmax_forward, zeroed,
 };
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
-use crate::after::family::recall::window::{window_backward, window_forward};
+use crate::after::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::window::{window_backward, window_forward};
 use crate::input::{InputError, weights_fit};
 use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;

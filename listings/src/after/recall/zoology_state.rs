@@ -5,9 +5,9 @@
 //! (in the format of `mqar.tsv`, read beside it), and what the chapter
 //! prints (output `after-mqar-state`) and draws from both files.
 
-use crate::after::family::recall::model::Mixer;
-use crate::after::family::recall::zoology::Net;
-use crate::after::family::recall::zoology_study::{
+use crate::after::recall::model::Mixer;
+use crate::after::recall::zoology::Net;
+use crate::after::recall::zoology_study::{
     self as z, BUDGET, LEN, LENGTHS, LRS, Record, Run, SEEDS, VOCAB,
 };
 use crate::table::Table;
@@ -104,7 +104,7 @@ pub fn rates_line() -> String {
 }
 
 /// The committed results of `cargo xtask mqar --state`.
-pub const COMMITTED: &str = include_str!("../../../../data/mqar-state.tsv");
+pub const COMMITTED: &str = include_str!("../../../data/mqar-state.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {

@@ -2,9 +2,9 @@
 //! reads, and the committed comparison against the plan and the
 //! chapter's claims.
 
-use crate::after::family::recall::model::*;
-use crate::after::family::recall::study::*;
-use crate::after::family::recall::task::{Sequence, Task};
+use crate::after::recall::model::*;
+use crate::after::recall::study::*;
+use crate::after::recall::task::{Sequence, Task};
 use crate::data_file;
 use crate::input::InputError;
 use crate::paper::retrieval::adam::Weights;

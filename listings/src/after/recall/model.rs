@@ -12,7 +12,7 @@
 //! a linear read-out to scores over the value symbols; the loss is the
 //! cross-entropy of the right value, summed over the queries.
 
-use crate::after::family::recall::task::{Sequence, Task, Token};
+use crate::after::recall::task::{Sequence, Task, Token};
 use crate::input::{InputError, weights_fit};
 use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;

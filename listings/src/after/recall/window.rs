@@ -3,7 +3,7 @@
 //! type on the mixers' shared scratch ([`Work`]), beside full softmax
 //! attention's.
 
-use crate::after::family::recall::model::{Work, c, zeroed};
+use crate::after::recall::model::{Work, c, zeroed};
 use crate::linalg::dot;
 use num_traits::Float;
 

@@ -3,8 +3,8 @@
 //! recall` writes (with the crate's `trainers`), and the table the chapter
 //! prints from it (output `after-recall`, [`recall_table`]).
 
-use crate::after::family::recall::model::{Mixer, Shape};
-use crate::after::family::recall::task::Task;
+use crate::after::recall::model::{Mixer, Shape};
+use crate::after::recall::task::Task;
 use crate::data_file;
 use crate::table::Table;
 
@@ -169,7 +169,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
 }
 
 /// The committed results of `cargo xtask recall`.
-pub const COMMITTED: &str = include_str!("../../../../data/recall.tsv");
+pub const COMMITTED: &str = include_str!("../../../data/recall.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {

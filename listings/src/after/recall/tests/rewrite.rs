@@ -2,11 +2,11 @@
 //! answers the model reports, and the committed sweep against its plan
 //! and the chapter's claims.
 
-use crate::after::family::recall::model::Mixer;
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
-use crate::after::family::recall::rewrite::{RecallTask, Rewrite};
-use crate::after::family::recall::rewrite_study::*;
-use crate::after::family::recall::zoology::{Net, Params, Work, run_mqar};
+use crate::after::recall::model::Mixer;
+use crate::after::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::rewrite::{RecallTask, Rewrite};
+use crate::after::recall::rewrite_study::*;
+use crate::after::recall::zoology::{Net, Params, Work, run_mqar};
 use crate::data_file;
 use crate::random::seeded;
 use std::collections::HashMap;
@@ -231,7 +231,7 @@ fn the_rewrite_sweep_took_at_most_twenty_cpu_minutes_on_its_machine() {
 
 #[test]
 fn the_smallest_rewrite_run_retrains_to_the_committed_numbers() {
-    use crate::after::family::recall::zoology_study::{LRS, run};
+    use crate::after::recall::zoology_study::{LRS, run};
     use crate::trainers::mqar_rewrite::{record, train};
     let (_, records) = committed();
     let r = run(Mixer::FixedDecay, WIDTHS[0], LRS[0], 1);
@@ -269,7 +269,7 @@ fn of(mixer: Mixer, d: usize) -> Means {
 
 /// Zoology's task (no key written twice): mean accuracy at the best rate.
 fn zoology(mixer: Mixer, d: usize, i: usize) -> f64 {
-    use crate::after::family::recall::zoology_study as z;
+    use crate::after::recall::zoology_study as z;
     z::spread(&z::committed().1, mixer, d, i)[0]
 }
 

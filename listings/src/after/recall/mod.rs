@@ -1,9 +1,10 @@
-//! Chapter "After the paper", trained: multi-query associative recall in
+//! Chapter "Trained recall": multi-query associative recall in
 //! Zoology's setting (`mqar`, `zoology`, `zoology_study`: two layers with
 //! short convolutions, every rule and softmax attention, several widths),
 //! its rewrite variant (`rewrite`, `rewrite_study`: half of the keys
-//! written twice, the latest value asked),
-//! and the one-layer variant (`task`, `model`, `study`). The tasks, the
+//! written twice, the latest value asked), recall against state size
+//! (`window`, `zoology_state`: sliding-window attention and a hybrid),
+//! and the one-layer variant of Appendix G (`task`, `model`, `study`). The tasks, the
 //! models with their hand-made gradients, and what the chapter prints
 //! from the committed comparisons; the loops that trained them live in
 //! the crate's `trainers` module, which builds on these modules.

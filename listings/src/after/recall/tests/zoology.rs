@@ -2,9 +2,9 @@
 //! the hand-written gradients against central differences in f64, the f32
 //! model against the f64 one, and bad input.
 
-use crate::after::family::recall::model::Mixer;
-use crate::after::family::recall::mqar::{Mqar, MqarSequence};
-use crate::after::family::recall::zoology::*;
+use crate::after::recall::model::Mixer;
+use crate::after::recall::mqar::{Mqar, MqarSequence};
+use crate::after::recall::zoology::*;
 use crate::paper::retrieval::adam::Weights;
 use crate::random::{seeded, standard_normal};
 use std::collections::HashMap;
@@ -219,7 +219,7 @@ fn bad_zoology_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
 
 // The committed sweep (listings/data/mqar.tsv).
 
-use crate::after::family::recall::zoology_study::{
+use crate::after::recall::zoology_study::{
     LENGTHS, LRS, Record, WIDTHS, budget_line, committed, plan, spread, to_tsv,
 };
 use crate::data_file;
@@ -256,7 +256,7 @@ fn the_mqar_sweep_took_at_most_an_hour_on_its_machine() {
 
 #[test]
 fn the_smallest_mqar_run_retrains_to_the_committed_numbers() {
-    use crate::after::family::recall::zoology_study::run;
+    use crate::after::recall::zoology_study::run;
     use crate::trainers::mqar::{record, train};
     let (_, records) = committed();
     let r = run(Mixer::FixedDecay, WIDTHS[0], LRS[0], 1);

@@ -4,9 +4,9 @@
 //! xtask mqar --rewrite` writes, and the table the chapter prints (output
 //! `after-mqar-rewrite`).
 
-use crate::after::family::recall::model::Mixer;
-use crate::after::family::recall::rewrite::Rewrite;
-use crate::after::family::recall::zoology_study::{
+use crate::after::recall::model::Mixer;
+use crate::after::recall::rewrite::Rewrite;
+use crate::after::recall::zoology_study::{
     self as z, BUDGET, LEN, LENGTHS, LRS, PAIRS, Run, SEEDS, TASK, VOCAB, run,
 };
 use crate::data_file;
@@ -123,7 +123,7 @@ pub fn parse_tsv(text: &str) -> Result<(Vec<String>, Vec<Record>), String> {
 }
 
 /// The committed results of `cargo xtask mqar --rewrite`.
-pub const COMMITTED: &str = include_str!("../../../../data/mqar-rewrite.tsv");
+pub const COMMITTED: &str = include_str!("../../../data/mqar-rewrite.tsv");
 
 /// The committed results, parsed.
 pub fn committed() -> (Vec<String>, Vec<Record>) {
