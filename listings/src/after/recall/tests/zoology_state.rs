@@ -7,7 +7,6 @@
 use crate::after::recall::model::{
     Mixer, Work as MixerWork, rule_forward, softmax_forward,
 };
-use crate::after::recall::mqar::{Mqar, MqarSequence};
 use crate::after::recall::window::window_forward;
 use crate::after::recall::zoology::*;
 use crate::after::recall::zoology_state::*;
@@ -15,28 +14,10 @@ use crate::input::InputError;
 use crate::paper::retrieval::adam::Weights;
 use crate::random::{BookRng, seeded, standard_normal};
 
-const SMALL: Mqar = Mqar {
-    vocab: 12,
-    pairs: 2,
-    len: 10,
+use super::zoology::{
+    SMALL, WIDE, f32_computes_what_f64_computes,
+    gradients_match_central_differences, moved,
 };
-
-fn loss(n: Net, p: &Params<f64>, seqs: &[MqarSequence]) -> f64 {
-    let mut w = Work::default();
-    seqs.iter()
-        .map(|s| run_mqar(n, SMALL, p, s, None, &mut w).unwrap().loss)
-        .sum()
-}
-
-/// Fresh weights moved away from their start.
-fn moved(n: Net, seed: u64) -> Params<f64> {
-    let mut rng = seeded(seed);
-    let mut p = Params::init(&mut rng, n);
-    for x in &mut p.w {
-        *x += 0.3 * standard_normal(&mut rng);
-    }
-    p
-}
 
 /// The window models and hybrids the gradient tests cover, at width d.
 fn nets(d: usize) -> Vec<Net> {
@@ -58,69 +39,21 @@ fn nets(d: usize) -> Vec<Net> {
 fn window_and_hybrid_gradients_match_central_differences() {
     for (seed, d) in [(1, 3), (2, 4)] {
         for n in nets(d) {
-            let p = moved(n, seed);
-            let mut rng = seeded(seed + 10);
-            let seqs: Vec<MqarSequence> =
-                (0..2).map(|_| SMALL.sample(&mut rng)).collect();
-            let mut g = p.zeros_like();
-            let mut w = Work::default();
-            for s in &seqs {
-                run_mqar(n, SMALL, &p, s, Some((&mut g, 1.0)), &mut w).unwrap();
-            }
-            let h = 1e-6;
-            for (i, &want) in g.w.iter().enumerate() {
-                let (mut plus, mut minus) = (p.clone(), p.clone());
-                plus.w[i] += h;
-                minus.w[i] -= h;
-                let got = (loss(n, &plus, &seqs) - loss(n, &minus, &seqs))
-                    / (2.0 * h);
-                assert!(
-                    (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
-                    "{} d={d} weight {i}: {want} vs {got}",
-                    n.name()
-                );
-            }
+            gradients_match_central_differences(n, seed);
         }
     }
 }
 
 #[test]
 fn the_f32_window_and_hybrid_models_compute_what_the_f64_models_compute() {
-    let task = Mqar {
-        vocab: 64,
-        pairs: 8,
-        len: 64,
-    };
     let hybrids = [8, 16].map(|d| Net {
-        vocab: 64,
+        vocab: WIDE.vocab,
         ..hybrid(d)
     });
-    let windows = [4, 32].map(|w| Net::new(Mixer::Window(w), 64, 16));
+    let windows = [4, 32].map(|w| Net::new(Mixer::Window(w), WIDE.vocab, 16));
     for n in hybrids.into_iter().chain(windows) {
         for seed in 0..2 {
-            let mut rng = seeded(seed);
-            let p: Params<f64> = Params::init(&mut rng, n);
-            let p32 = Params {
-                w: p.w.iter().map(|&x| x as f32).collect(),
-            };
-            let seq = task.sample(&mut rng);
-            let (mut g64, mut g32) = (p.zeros_like(), p32.zeros_like());
-            let (mut w64, mut w32) = (Work::default(), Work::default());
-            let a =
-                run_mqar(n, task, &p, &seq, Some((&mut g64, 1.0)), &mut w64)
-                    .unwrap();
-            let b =
-                run_mqar(n, task, &p32, &seq, Some((&mut g32, 1.0)), &mut w32)
-                    .unwrap();
-            let name = n.name();
-            assert!(
-                (a.loss - f64::from(b.loss)).abs() < 1e-4 * a.loss,
-                "{name}"
-            );
-            let top = g64.w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            for (x, &y) in g64.w.iter().zip(&g32.w) {
-                assert!((x - f64::from(y)).abs() <= 1e-3 * top, "{name}");
-            }
+            f32_computes_what_f64_computes(n, WIDE, seed);
         }
     }
 }
