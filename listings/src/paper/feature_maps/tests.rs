@@ -8,6 +8,7 @@ fn dpfp_plane_lights_each_feature_in_its_own_quadrant() {
     // 2 quadrant II, 3 quadrant III; zero elsewhere, and on the axes.
     let n = 21;
     let grids = dpfp_plane(n, 1.0);
+    assert_eq!(grids.len(), 4, "DPFP-1 of a point in the plane: 4 features");
     let quadrant = |i: usize, j: usize| {
         let (right, up) = (j > n / 2, i < n / 2);
         match (right, up) {
@@ -45,6 +46,29 @@ fn favor_plus_spread_matches_its_exact_value_and_falls_like_root_r() {
         assert!(pair[1].exact_iid < pair[0].exact_iid);
         assert!(pair[1].iid < pair[0].iid, "r = {}", pair[1].r);
     }
+}
+
+#[test]
+fn the_spread_is_relative_to_exp_qk_for_a_pair_far_from_orthogonal() {
+    // The chapter's pair (d = 8) is nearly orthogonal, exp(qᵀk) close to
+    // 1, so a spread divided by it and one multiplied by it look alike.
+    // In the plane the drawn pair is far from orthogonal, and both
+    // spreads, independent and orthogonal, are still relative to
+    // exp(qᵀk): at r = 1, where the two projections are one distribution,
+    // each lies within 20% of the exact relative spread.
+    let rows = favor_spread(2, &[1, 4], SPREAD_DRAWS);
+    let mut rng = crate::random::seeded(7);
+    let q = crate::random::randn(&mut rng, 1, 2);
+    let k = crate::random::randn(&mut rng, 1, 2);
+    let cos = q.row(0).dot(&k.row(0))
+        / (q.row(0).dot(&q.row(0)) * k.row(0).dot(&k.row(0))).sqrt();
+    assert!(cos.abs() > 0.5, "the pair is far from orthogonal: {cos}");
+    for row in &rows {
+        let ratio = row.iid / row.exact_iid;
+        assert!((0.8..1.2).contains(&ratio), "r {}: {ratio}", row.r);
+    }
+    let ratio = rows[0].orthogonal / rows[0].exact_iid;
+    assert!((0.8..1.2).contains(&ratio), "orthogonal, r = 1: {ratio}");
 }
 
 #[test]
