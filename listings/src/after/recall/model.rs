@@ -316,6 +316,43 @@ pub struct Scored<F> {
     pub correct: usize,
 }
 
+/// The read-out's verdict on one question: the cross-entropy of the
+/// right answer under the softmax of `scores`, the largest score and the
+/// softmax's normaliser Σ exp(s − top) (for the gradient), and the first
+/// symbol with the largest score.
+pub struct Answer<F> {
+    pub loss: F,
+    pub top: F,
+    pub total: F,
+    pub best: Option<usize>,
+}
+
+/// [`Answer`] for the question at position `at` whose answer is `answer`;
+/// a loss that overflows is an error naming it.
+pub fn answer_of<F: Float>(
+    scores: &[F],
+    answer: usize,
+    at: usize,
+) -> Result<Answer<F>, InputError> {
+    let top = scores.iter().fold(F::neg_infinity(), |m, &s| m.max(s));
+    let total = scores.iter().fold(F::zero(), |a, &s| a + (s - top).exp());
+    let loss = top + total.ln() - scores[answer];
+    if !loss.is_finite() {
+        return Err(InputError::Overflow {
+            name: "loss",
+            at: [at, answer],
+            value: loss.to_f64().unwrap_or(f64::NAN),
+        });
+    }
+    let best = scores.iter().position(|&s| s == top);
+    Ok(Answer {
+        loss,
+        top,
+        total,
+        best,
+    })
+}
+
 // ANCHOR: recall_coefficients
 /// The rule's α_t (d entries), β_t and ω_t from its gates at token t.
 fn coefficients<F: Float>(mixer: Mixer, gate: &[F], alpha: &mut [F]) -> (F, F) {
@@ -549,18 +586,13 @@ fn score<F: Float>(
         for (j, s) in scores.iter_mut().enumerate() {
             *s = dot(&params.o[j * d..(j + 1) * d], y) + params.o_bias[j];
         }
-        let top = scores.iter().fold(F::neg_infinity(), |m, &s| m.max(s));
-        let total = scores.iter().fold(F::zero(), |a, &s| a + (s - top).exp());
-        let loss = top + total.ln() - scores[answer];
-        if !loss.is_finite() {
-            return Err(InputError::Overflow {
-                name: "loss",
-                at: [i, answer],
-                value: loss.to_f64().unwrap_or(f64::NAN),
-            });
-        }
+        let Answer {
+            loss,
+            top,
+            total,
+            best,
+        } = answer_of(&scores, answer, i)?;
         out.loss = out.loss + loss;
-        let best = (0..values).filter(|&j| scores[j] == top).min();
         out.correct += usize::from(best == Some(answer));
         if let Some((g, scale)) = grad.as_mut() {
             for (j, &s) in scores.iter().enumerate() {

@@ -14,8 +14,8 @@
 //! configurations set the state mixer to the identity.
 
 use crate::after::recall::model::{
-    GAMMA, Mixer, NORM_EPS, Scored, Work as MixerWork, c, rule_backward,
-    rule_forward, softmax_backward, softmax_forward, zeroed,
+    Answer, GAMMA, Mixer, NORM_EPS, Scored, Work as MixerWork, answer_of, c,
+    rule_backward, rule_forward, softmax_backward, softmax_forward, zeroed,
 };
 use crate::after::recall::mqar::{Mqar, MqarSequence};
 use crate::after::recall::window::{window_backward, window_forward};
@@ -524,18 +524,13 @@ pub fn run_mqar<F: Float>(
                 + w[rb.start + j];
         }
         let scores = &work.scores;
-        let top = scores.iter().fold(F::neg_infinity(), |m, &s| m.max(s));
-        let total = scores.iter().fold(F::zero(), |a, &s| a + (s - top).exp());
-        let loss = top + total.ln() - scores[answer];
-        if !loss.is_finite() {
-            return Err(InputError::Overflow {
-                name: "loss",
-                at: [at, answer],
-                value: loss.to_f64().unwrap_or(f64::NAN),
-            });
-        }
+        let Answer {
+            loss,
+            top,
+            total,
+            best,
+        } = answer_of(scores, answer, at)?;
         out.loss = out.loss + loss;
-        let best = (0..values).find(|&j| scores[j] == top);
         out.correct += usize::from(best == Some(answer));
         work.answers.push(best);
         if let Some((g, scale)) = grad.as_mut() {
