@@ -254,18 +254,8 @@ use crate::data_file;
 fn the_mqar_state_file_holds_every_planned_run_once_and_its_provenance() {
     let (comments, records) = committed();
     let planned = plan();
-    assert_eq!(records.len(), planned.len());
-    for (r, run) in records.iter().zip(&planned) {
-        assert_eq!(
-            (r.mixer.as_str(), r.d, r.lr, r.seed),
-            (run.net.name().as_str(), run.net.d, run.lr, run.seed)
-        );
-        assert!(r.accuracy.iter().all(|a| (0.0..=1.0).contains(a)));
-        assert!(r.loss.is_finite() && r.seconds > 0.0);
-    }
-    let has = |prefix: &str| comments.iter().any(|c| c.starts_with(prefix));
-    assert!(has("Machine: ") && has("Date: 20"));
-    assert!(comments.contains(&budget_line()), "the budget line");
+    let runs: Vec<&Record> = records.iter().collect();
+    super::zoology::holds_the_plan(&comments, &runs, &planned, &budget_line());
     assert!(comments.contains(&rates_line()), "the rates line");
     // Every model of the chapter's table has runs at its best rate.
     let all = crate::after::recall::zoology_state::records();
