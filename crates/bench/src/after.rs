@@ -249,8 +249,9 @@ pub fn render_rule_targets(rows: &[RuleRow]) -> String {
 /// What a rule's forms do per token at d = p = m (the targets' width), in
 /// chunks of `c`: the chunk's matrix-product and substitution operations
 /// (as `fast::rules::chunk_f32` and `fast::production` compute them when
-/// the chunk's gates span little), its exponentials and logarithms in
-/// f64 (the rule's log-gates included), and its recurrence's operations.
+/// the chunk's gates span little), its exponentials and logarithms (at
+/// f32, vectorised; the rule's log-gates included), and its recurrence's
+/// operations.
 pub struct PerToken {
     pub chunk_ops: f64,
     pub exps: f64,
@@ -310,7 +311,7 @@ fn reason(rule: &str, chunk: usize, ref_chunk: usize) -> String {
     let t = per_token(rule, chunk);
     format!(
         "per token, its chunk does {:.2}× the reference's operations and \
-         {:.2}× its recurrence's, with {} exp and {} ln in f64",
+         {:.2}× its recurrence's, with {} exp and {} ln at f32, vectorised",
         t.chunk_ops / delta,
         t.chunk_ops / t.recurrent_ops,
         t.exps,

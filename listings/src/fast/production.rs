@@ -4,8 +4,8 @@
 //! KDA needs nothing here, as it is a rule of `fast::rules`.
 
 use super::rules::{SPAN, chunk_f32};
-use super::simd::{axpy_body, dot_lanes, exps};
-use super::{general_mat_mul, mat_mul, row_major, slice, to_f64};
+use super::simd::{axpy_body, dot_lanes, exps, lns};
+use super::{general_mat_mul, mat_mul, row_major, slice};
 use crate::after::production::{Rwkv7, prepare_rwkv7};
 use crate::after::spectrum::check_delta_product;
 use crate::input::{InputError, check_chunk, finite};
@@ -21,8 +21,7 @@ pub fn delta_product_recurrent_f32(
     beta: &ArrayRef1<f32>,
     n_h: usize,
 ) -> Result<Array2<f32>, InputError> {
-    let b64 = beta.mapv(f64::from);
-    check_delta_product(&to_f64(q), &to_f64(k), &to_f64(v), &b64, n_h)?;
+    check_delta_product(q, k, v, beta, n_h)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let [q_all, k_all, v_all] = row_major(q, k, v);
     let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
@@ -83,8 +82,7 @@ pub fn delta_product_chunkwise_f32(
     n_h: usize,
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
-    let b64 = beta.mapv(f64::from);
-    check_delta_product(&to_f64(q), &to_f64(k), &to_f64(v), &b64, n_h)?;
+    check_delta_product(q, k, v, beta, n_h)?;
     check_chunk(chunk)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let mut reads = Array2::<f32>::zeros((n * n_h, p));
@@ -116,7 +114,7 @@ fn rwkv7_f32(
     v: &ArrayRef2<f32>,
     g: &Rwkv7,
 ) -> Result<[Array2<f32>; 4], InputError> {
-    let removal = prepare_rwkv7(&to_f64(q), &to_f64(v), g)?;
+    let removal = prepare_rwkv7(q, v, g)?;
     let f = |a: &Array2<f64>| a.mapv(|x| x as f32);
     Ok([f(&removal), f(&g.zeta), f(&g.replacement), f(&g.alpha)])
 }
@@ -181,7 +179,7 @@ fn rwkv7_token_body<const FMA: bool>(
 }
 
 /// RWKV-7 at f32 in chunks of `chunk` tokens, as `rwkv7_chunk` computes
-/// each chunk; the log-gate sums and their exponentials in f64.
+/// each chunk; the log-gate sums in f64.
 pub fn rwkv7_chunkwise_f32(
     q: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
@@ -190,7 +188,8 @@ pub fn rwkv7_chunkwise_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
     let [removal, zeta, replacement, _] = rwkv7_f32(q, v, g)?;
-    let log_alpha = g.alpha.mapv(f64::ln);
+    // ln α from the gates rounded to f32, as the recurrence uses them.
+    let log_alpha = lns(&g.alpha).mapv(f64::from);
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
@@ -278,7 +277,7 @@ mod tests {
         random_delta_product, random_rwkv7, rwkv7_recurrent,
     };
     use crate::after::spectrum::delta_product_recurrent;
-    use crate::fast::to_f32;
+    use crate::fast::{to_f32, to_f64};
     use crate::linalg::worst_row_relative_difference;
     use crate::random::{randn, seeded};
 

@@ -3,7 +3,7 @@
 //! loop, and the chunkwise form, whose products go to sgemm. Each computes
 //! what `after::family::rule_recurrent` computes, to f32 precision.
 
-use super::simd::{axpy_body, dot_lanes, exps};
+use super::simd::{axpy_body, dot_lanes, exps, lns};
 use super::{general_mat_mul, row_major, slice};
 use crate::after::family::Rule;
 use crate::input::{InputError, check_chunk, finite};
@@ -39,14 +39,35 @@ fn prepare_f32<'a>(
     // A rule with one gate per token needs one column of ln α, not p equal
     // ones: its coefficients are asked for at width 1, and a shape error
     // names k's true width.
-    let width = if per_feature(rule) { p } else { 1 };
-    let c = rule.coefficients(n, width).map_err(|e| match e {
-        InputError::ShapeMismatch { left, right, rule } if left.0 == "k" => {
-            let left = ("k", [n, p]);
-            InputError::ShapeMismatch { left, right, rule }
+    let (log_alpha, beta, omega) = match rule {
+        // A gate per token and feature: the logarithms at f32 (from the
+        // gates rounded to f32, as the recurrence uses them), vectorised.
+        Rule::DiagonalGates(alpha) | Rule::Kda { alpha, .. } => {
+            rule.check(n, p)?;
+            let f = |a: &Array1<f64>| a.mapv(|a| a as f32);
+            let (beta, omega) = match rule {
+                Rule::Kda { beta, .. } => (f(beta), f(beta)),
+                _ => (Array1::zeros(n), Array1::ones(n)),
+            };
+            (lns(alpha), beta, omega)
         }
-        other => other,
-    })?;
+        // One gate per token: one column of ln α, not p equal ones; the
+        // coefficients are asked for at width 1, and a shape error names
+        // k's true width.
+        _ => {
+            let c = rule.coefficients(n, 1).map_err(|e| match e {
+                InputError::ShapeMismatch { left, right, rule }
+                    if left.0 == "k" =>
+                {
+                    let left = ("k", [n, p]);
+                    InputError::ShapeMismatch { left, right, rule }
+                }
+                other => other,
+            })?;
+            let f = |a: f64| a as f32;
+            (c.log_alpha.mapv(f), c.beta.mapv(f), c.omega.mapv(f))
+        }
+    };
     let unit = |name, x: &ArrayRef2<f32>| -> Result<_, InputError> {
         let mut out = x.as_standard_layout().into_owned();
         let rows = out.as_slice_mut().expect("standard layout");
@@ -64,8 +85,9 @@ fn prepare_f32<'a>(
             let len =
                 sums.iter().sum::<f64>() + rest.map(|a| a * a).sum::<f64>();
             let len = crate::input::normaliser(name, t, len.sqrt())?;
+            let inverse = 1.0 / len; // a product per entry, not a division
             row.iter_mut()
-                .for_each(|a| *a = (f64::from(*a) / len) as f32);
+                .for_each(|a| *a = (f64::from(*a) * inverse) as f32);
         }
         Ok(CowArray::from(out))
     };
@@ -74,8 +96,7 @@ fn prepare_f32<'a>(
     } else {
         (CowArray::from(q.view()), CowArray::from(k.view()))
     };
-    let f = |a: f64| a as f32;
-    Ok((q, k, c.log_alpha.mapv(f), c.beta.mapv(f), c.omega.mapv(f)))
+    Ok((q, k, log_alpha, beta, omega))
 }
 
 /// Any rule of the family at f32, token by token: W: (m, p) row by row,

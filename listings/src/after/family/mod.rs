@@ -66,7 +66,8 @@ impl Rule {
         n: usize,
         p: usize,
     ) -> Result<Coefficients, InputError> {
-        let ones = Array1::ones(n);
+        self.check(n, p)?;
+        let (ones, zeros) = (Array1::ones(n), Array1::zeros(n));
         let every_feature = |a: &Array1<f64>| {
             let ln_a = a.mapv(f64::ln).insert_axis(Axis(1)); // (N, 1)
             ln_a.broadcast((n, p))
@@ -75,34 +76,17 @@ impl Rule {
         };
         let no_decay = Array2::zeros((n, p)); // ln 1
         let (log_alpha, beta, omega) = match self {
-            Rule::Sum => (no_decay, Array1::zeros(n), ones),
+            Rule::Sum => (no_decay, zeros, ones),
             Rule::FixedDecay(gamma) => {
-                gates_in_range("gamma", &Array2::from_elem((1, 1), *gamma))?;
-                let ln_gamma = Array2::from_elem((n, p), gamma.ln());
-                (ln_gamma, Array1::zeros(n), ones)
+                (Array2::from_elem((n, p), gamma.ln()), zeros, ones)
             }
-            Rule::ScalarDecay(a) => {
-                gates_in_range("a", &per_token("a", a, (n, p))?)?;
-                (every_feature(a), Array1::zeros(n), ones)
-            }
-            Rule::DiagonalGates(alpha) => {
-                gate_shape(alpha, n, p)?;
-                gates_in_range("alpha", alpha)?;
-                (alpha.mapv(f64::ln), Array1::zeros(n), ones)
-            }
-            Rule::Delta(beta) => {
-                strengths_in_range(&per_token("beta", beta, (n, p))?)?;
-                (no_decay, beta.clone(), beta.clone())
-            }
+            Rule::ScalarDecay(a) => (every_feature(a), zeros, ones),
+            Rule::DiagonalGates(alpha) => (alpha.mapv(f64::ln), zeros, ones),
+            Rule::Delta(beta) => (no_decay, beta.clone(), beta.clone()),
             Rule::GatedDelta { alpha, beta } => {
-                gates_in_range("alpha", &per_token("alpha", alpha, (n, p))?)?;
-                strengths_in_range(&per_token("beta", beta, (n, p))?)?;
                 (every_feature(alpha), beta.clone(), beta.clone())
             }
             Rule::Kda { alpha, beta } => {
-                gate_shape(alpha, n, p)?;
-                gates_in_range("alpha", alpha)?;
-                strengths_in_range(&per_token("beta", beta, (n, p))?)?;
                 (alpha.mapv(f64::ln), beta.clone(), beta.clone())
             }
         };
@@ -112,7 +96,40 @@ impl Rule {
             omega,
         })
     }
+
     // ANCHOR_END: coefficients
+
+    /// Checks that every gate lies in (0, 1] and every write strength in
+    /// [0, 1], one per token (and per feature, for the gates of
+    /// `DiagonalGates` and `Kda`), over N tokens with p features; an error
+    /// names the first number out of range and where it is.
+    pub fn check(&self, n: usize, p: usize) -> Result<(), InputError> {
+        match self {
+            Rule::Sum => Ok(()),
+            Rule::FixedDecay(gamma) => {
+                gates_in_range("gamma", &Array2::from_elem((1, 1), *gamma))
+            }
+            Rule::ScalarDecay(a) => {
+                gates_in_range("a", &per_token("a", a, (n, p))?)
+            }
+            Rule::DiagonalGates(alpha) => {
+                gate_shape(alpha, n, p)?;
+                gates_in_range("alpha", alpha)
+            }
+            Rule::Delta(beta) => {
+                strengths_in_range(&per_token("beta", beta, (n, p))?)
+            }
+            Rule::GatedDelta { alpha, beta } => {
+                gates_in_range("alpha", &per_token("alpha", alpha, (n, p))?)?;
+                strengths_in_range(&per_token("beta", beta, (n, p))?)
+            }
+            Rule::Kda { alpha, beta } => {
+                gate_shape(alpha, n, p)?;
+                gates_in_range("alpha", alpha)?;
+                strengths_in_range(&per_token("beta", beta, (n, p))?)
+            }
+        }
+    }
 
     /// Whether the rule uses unit keys and queries (the delta rules do, as
     /// DeltaNet does: then β ∈ [0, 1] keeps H_t from stretching S).

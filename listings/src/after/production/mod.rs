@@ -15,7 +15,7 @@ use crate::after::family::{
 };
 use crate::after::spectrum::check_delta_product;
 use crate::input::{
-    InputError, check_chunk, check_write, finite, first_outside,
+    Entry, InputError, check_chunk, check_write, finite, first_outside,
     nonempty_finite,
 };
 use crate::m3::attention::unit_rows;
@@ -87,9 +87,9 @@ pub fn rwkv7_step(
 /// The checked inputs of RWKV-7: q: (N, p), v: (N, m), and every operand
 /// of `g` (N, p), finite; α in (0, 1], ζ in [0, 1]; the removal keys
 /// scaled to unit length (a row of length zero is an error).
-pub(crate) fn prepare_rwkv7(
-    q: &ArrayRef2<f64>,
-    v: &ArrayRef2<f64>,
+pub(crate) fn prepare_rwkv7<T: Entry>(
+    q: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
     g: &Rwkv7,
 ) -> Result<Array2<f64>, InputError> {
     nonempty_finite("q", q)?;

@@ -12,7 +12,8 @@
 //! book; keys k: (p), values v: (m).
 
 use crate::input::{
-    InputError, finite, first_outside, nonempty_finite, same_cols, same_rows,
+    Entry, InputError, finite, first_outside, nonempty_finite, same_cols,
+    same_rows,
 };
 use crate::paper::delta_rule::{delta_rule_step, delta_transition};
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -152,11 +153,11 @@ pub fn delta_product_recurrent(
 
 /// The inputs of DeltaProduct: finite, n_h ≥ 1 rows of k, v and β per
 /// query, and every β in [0, 2].
-pub fn check_delta_product(
-    q: &ArrayRef2<f64>,
-    k: &ArrayRef2<f64>,
-    v: &ArrayRef2<f64>,
-    beta: &ArrayRef1<f64>,
+pub fn check_delta_product<T: Entry>(
+    q: &ArrayRef2<T>,
+    k: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
+    beta: &ArrayRef1<T>,
     n_h: usize,
 ) -> Result<(), InputError> {
     if n_h == 0 {
