@@ -3,9 +3,9 @@
 //! what its f64 form in `after::production` computes, to f32 precision;
 //! KDA needs nothing here, as it is a rule of `fast::rules`.
 
-use super::rules::{SPAN, chunk_f32};
+use super::rules::{SPAN, chunk_f32, solve_lower};
 use super::simd::{axpy_body, dot_lanes, exps, lns};
-use super::{general_mat_mul, mat_mul, row_major, slice};
+use super::{general_mat_mul, row_major, slice};
 use crate::after::production::{Rwkv7, prepare_rwkv7};
 use crate::after::spectrum::check_delta_product;
 use crate::input::{InputError, check_chunk, finite};
@@ -179,7 +179,12 @@ fn rwkv7_token_body<const FMA: bool>(
 }
 
 /// RWKV-7 at f32 in chunks of `chunk` tokens, as `rwkv7_chunk` computes
-/// each chunk; the log-gate sums in f64.
+/// each chunk; the log-gate sums in f64. With Γ = e^λ and Γ̄ = e^λ̄ the
+/// chunk's decays to each token and to just before it, the four decayed
+/// score matrices are one product [R ⊙ Γ̄; Q ⊙ Γ] [Ě ⊙ Γ⁻¹; K̆ ⊙ Γ⁻¹]ᵀ
+/// (when the chunk's gates span at most `SPAN`, as in `rules::chunk_f32`;
+/// else a sum of exponentials per entry), and the two reads of the memory
+/// before the chunk one product [R ⊙ Γ̄; Q ⊙ Γ] W₀ᵀ.
 pub fn rwkv7_chunkwise_f32(
     q: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
@@ -190,6 +195,7 @@ pub fn rwkv7_chunkwise_f32(
     let [removal, zeta, replacement, _] = rwkv7_f32(q, v, g)?;
     // ln α from the gates rounded to f32, as the recurrence uses them.
     let log_alpha = lns(&g.alpha).mapv(f64::from);
+    let erase = &zeta * &removal; // Ě = ζ ⊙ ǩ, every token
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
@@ -199,72 +205,73 @@ pub fn rwkv7_chunkwise_f32(
         let rows = s![start..end, ..];
         let (qc, vc) = (q.slice(rows), v.slice(rows));
         let (rc, kc) = (removal.slice(rows), replacement.slice(rows));
-        let erase = &zeta.slice(rows) * &rc; // Ě
+        let ec = erase.slice(rows);
         let mut lam = log_alpha.slice(rows).to_owned();
         lam.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
         let before = &lam - &log_alpha.slice(rows); // λ̄
-        let ex = |x: f64| x.exp() as f32;
-        let (mut p_erase, mut p_write) =
-            (Array2::zeros((c, c)), Array2::zeros((c, c)));
-        let (mut m_erase, mut m_write) =
-            (Array2::zeros((c, c)), Array2::zeros((c, c)));
+        // [R ⊙ Γ̄; Q ⊙ Γ]: (2C, p).
+        let mut left = Array2::<f32>::zeros((2 * c, p));
+        left.slice_mut(s![..c, ..])
+            .assign(&(&rc * &exps(&before, 1.0)));
+        left.slice_mut(s![c.., ..])
+            .assign(&(&qc * &exps(&lam, 1.0)));
+        // [P_e P_w; M_e M_w]: (2C, 2C), P strictly below the diagonal,
+        // M on and below it.
+        let mut scores = Array2::<f32>::zeros((2 * c, 2 * c));
         let span = -lam.row(c - 1).fold(0.0f64, |lo, &x| lo.min(x));
         if span <= SPAN {
-            // Products of exponentials, every factor in [e^−SPAN, e^SPAN]
-            // (see `rules::chunk_f32`), masked below.
-            let (down, back) = (exps(&lam, 1.0), exps(&lam, -1.0));
-            let (e_back, k_back) = (&erase * &back, &kc * &back);
-            let (q_down, r_down) = (&qc * &down, &rc * &exps(&before, 1.0));
-            m_erase = mat_mul(&q_down, &e_back.t());
-            m_write = mat_mul(&q_down, &k_back.t());
-            p_erase = mat_mul(&r_down, &e_back.t());
-            p_write = mat_mul(&r_down, &k_back.t());
+            let back = exps(&lam, -1.0); // Γ⁻¹, every factor ≤ e^SPAN
+            let mut right = Array2::<f32>::zeros((2 * c, p));
+            right.slice_mut(s![..c, ..]).assign(&(&ec * &back));
+            right.slice_mut(s![c.., ..]).assign(&(&kc * &back));
+            general_mat_mul(1.0, &left, &right.t(), 0.0, &mut scores);
             for i in 0..c {
-                for a in [&mut m_erase, &mut m_write] {
-                    a.slice_mut(s![i, i + 1..]).fill(0.0);
-                }
-                for a in [&mut p_erase, &mut p_write] {
-                    a.slice_mut(s![i, i..]).fill(0.0);
+                for col in [0, c] {
+                    scores.slice_mut(s![i, col + i..col + c]).fill(0.0);
+                    let below = s![c + i, col + i + 1..col + c];
+                    scores.slice_mut(below).fill(0.0);
                 }
             }
         } else {
+            let ex = |x: f64| x.exp() as f32;
             for i in 0..c {
                 for j in 0..=i {
                     let (mut pe, mut pw, mut me, mut mw) =
                         (0f32, 0f32, 0f32, 0f32);
                     for f in 0..p {
                         let e = ex(lam[[i, f]] - lam[[j, f]]);
-                        me += qc[[i, f]] * erase[[j, f]] * e;
+                        me += qc[[i, f]] * ec[[j, f]] * e;
                         mw += qc[[i, f]] * kc[[j, f]] * e;
                         if j < i {
                             let e = ex(before[[i, f]] - lam[[j, f]]);
-                            pe += rc[[i, f]] * erase[[j, f]] * e;
+                            pe += rc[[i, f]] * ec[[j, f]] * e;
                             pw += rc[[i, f]] * kc[[j, f]] * e;
                         }
                     }
-                    (p_erase[[i, j]], p_write[[i, j]]) = (pe, pw);
-                    (m_erase[[i, j]], m_write[[i, j]]) = (me, mw);
+                    (scores[[i, j]], scores[[i, c + j]]) = (pe, pw);
+                    (scores[[c + i, j]], scores[[c + i, c + j]]) = (me, mw);
                 }
             }
         }
-        let gamma_before = exps(&before, 1.0);
-        let mut held = mat_mul(&(&rc * &gamma_before), &w.t());
+        let mut reads = Array2::<f32>::zeros((2 * c, m));
+        general_mat_mul(1.0, &left, &w.t(), 0.0, &mut reads);
+        // V̌ = (I + P_e)⁻¹ ((R ⊙ Γ̄) W₀ᵀ + P_w V).
+        let mut held = reads.slice(s![..c, ..]).to_owned();
+        let p_write = scores.slice(s![..c, c..]);
         general_mat_mul(1.0, &p_write, &vc, 1.0, &mut held);
-        for i in 1..c {
-            let (done, mut rest) = held.view_mut().split_at(Axis(0), i);
-            let known = p_erase.slice(s![i, ..i]).dot(&done);
-            rest.row_mut(0).scaled_add(-1.0, &known);
-        }
-        let gamma = exps(&lam, 1.0);
+        solve_lower(scores.slice(s![..c, ..c]), &mut held);
+        // Y = (Q ⊙ Γ) W₀ᵀ − M_e V̌ + M_w V.
         let mut yc = y.slice_mut(rows);
-        general_mat_mul(1.0, &(&qc * &gamma), &w.t(), 0.0, &mut yc);
+        yc.assign(&reads.slice(s![c.., ..]));
+        let (m_erase, m_write) =
+            (scores.slice(s![c.., ..c]), scores.slice(s![c.., c..]));
         general_mat_mul(-1.0, &m_erase, &held, 1.0, &mut yc);
         general_mat_mul(1.0, &m_write, &vc, 1.0, &mut yc);
         let last = lam.row(c - 1).to_owned();
         let to_end = exps(&(&last.view().insert_axis(Axis(0)) - &lam), 1.0);
-        w *= &last.mapv(ex).insert_axis(Axis(0));
+        w *= &exps(&last.insert_axis(Axis(0)), 1.0);
         general_mat_mul(1.0, &vc.t(), &(&kc * &to_end), 1.0, &mut w);
-        general_mat_mul(-1.0, &held.t(), &(&erase * &to_end), 1.0, &mut w);
+        general_mat_mul(-1.0, &held.t(), &(&ec * &to_end), 1.0, &mut w);
     }
     finite("Y", y)
 }

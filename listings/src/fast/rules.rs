@@ -371,7 +371,7 @@ fn sub_chunk_scores(
 /// (entries on and above the diagonal are read as 0): forward
 /// substitution within blocks of `SUB` rows, and one product for each
 /// block's effect on the rows below it.
-fn solve_lower(l: ArrayView2<f32>, r: &mut Array2<f32>) {
+pub(super) fn solve_lower(l: ArrayView2<f32>, r: &mut Array2<f32>) {
     let c = l.nrows();
     for i0 in (0..c).step_by(SUB) {
         let i1 = (i0 + SUB).min(c);
