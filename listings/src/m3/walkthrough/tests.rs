@@ -132,6 +132,51 @@ fn causal_product_numerator_is_the_fast_weight_loop() {
 }
 
 #[test]
+fn epsilon_is_added_to_every_denominator() {
+    // With ε = 0.5, row t of either form is its row at ε = 0 times
+    // den_t / (den_t + ε), den_t the row's denominator (all keys, or the
+    // keys up to t): ε adds to each denominator, never subtracts.
+    let eps = 0.5;
+    for seed in 0..3 {
+        let [q, k, v] = random(seed, 40, 8, 5);
+        let (phi_q, phi_k) = (elu(&q), elu(&k));
+        let full = phi_q.dot(&phi_k.sum_axis(Axis(0)));
+        let causal = crate::m3::feature_map::normaliser::causal_denominators(
+            &phi_q, &phi_k,
+        )
+        .unwrap();
+        type Form = fn(
+            &ArrayRef2<f64>,
+            &ArrayRef2<f64>,
+            &ArrayRef2<f64>,
+            fn(&ArrayRef2<f64>) -> Array2<f64>,
+            f64,
+        ) -> Result<Array2<f64>, InputError>;
+        let forms: [(Form, &Array1<f64>); 2] = [
+            (
+                |q, k, v, phi, eps| {
+                    linear_attention_one_shot(q, k, v, phi, eps)
+                },
+                &full,
+            ),
+            (
+                |q, k, v, phi, eps| {
+                    causal_linear_attention_product(q, k, v, phi, eps)
+                },
+                &causal,
+            ),
+        ];
+        for (form, den) in forms {
+            let exact = form(&q, &k, &v, elu, 0.0).unwrap();
+            let guarded = form(&q, &k, &v, elu, eps).unwrap();
+            let shrink = den.mapv(|d| d / (d + eps)).insert_axis(Axis(1));
+            let want = &exact * &shrink;
+            assert_relative_eq!(guarded, want, max_relative = 1e-12);
+        }
+    }
+}
+
+#[test]
 fn a_small_epsilon_barely_moves_the_outputs() {
     // ε = 1e-6, as in the libraries, against denominators of order 1
     // and more: a relative change of the order of ε, never above 10ε.
