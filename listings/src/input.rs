@@ -189,13 +189,22 @@ pub fn nonempty_finite<T: Entry>(
     }
 }
 
+/// Whether every entry of `x` passes `ok`, by one branch-free pass over
+/// its memory (it vectorises), so that a check looks for the position of
+/// a failing entry only when there is one to report; false when `x` is
+/// not contiguous in memory (then the caller's own search decides).
+fn all_pass<T: Entry>(x: &ArrayRef2<T>, ok: impl Fn(T) -> bool) -> bool {
+    x.as_slice_memory_order().is_some_and(|x| none_fail(x, ok))
+}
+
+/// Whether no entry of `x` fails `ok`, counted without a branch.
+fn none_fail<T: Entry>(x: &[T], ok: impl Fn(T) -> bool) -> bool {
+    x.iter().map(|&v| u32::from(!ok(v))).sum::<u32>() == 0
+}
+
 /// The row and column of the first NaN or ±∞ of `a`, and its value.
 fn first_non_finite<T: Entry>(a: &ArrayRef2<T>) -> Option<([usize; 2], f64)> {
-    // A branch-free pass over the memory first (it vectorises); the
-    // position is looked for only when there is one to report.
-    let all_finite =
-        |x: &[T]| x.iter().map(|x| u32::from(!x.finite())).sum::<u32>() == 0;
-    if a.as_slice_memory_order().is_some_and(all_finite) {
+    if all_pass(a, T::finite) {
         return None;
     }
     let ((i, j), &value) = a.indexed_iter().find(|(_, x)| !x.finite())?;
@@ -209,8 +218,9 @@ pub fn finite<T: Entry, D: Dimension>(
     name: &'static str,
     a: Array<T, D>,
 ) -> Result<Array<T, D>, InputError> {
-    let bad = |x: &[T]| x.iter().map(|x| u32::from(!x.finite())).sum::<u32>();
-    if a.as_slice_memory_order().is_some_and(|x| bad(x) == 0) {
+    if a.as_slice_memory_order()
+        .is_some_and(|x| none_fail(x, T::finite))
+    {
         return Ok(a);
     }
     let Some(i) = a.iter().position(|x| !x.finite()) else {
@@ -371,11 +381,7 @@ pub fn first_outside<T: Entry>(
     ok: impl Fn(f64) -> bool,
     allowed: &'static str,
 ) -> Result<(), InputError> {
-    // A branch-free pass over the memory first (it vectorises), as in
-    // `first_non_finite`.
-    let all_in =
-        |x: &[T]| x.iter().map(|v| u32::from(!ok(v.widen()))).sum::<u32>() == 0;
-    if x.as_slice_memory_order().is_some_and(all_in) {
+    if all_pass(x, |v| ok(v.widen())) {
         return Ok(());
     }
     match x.indexed_iter().find(|(_, v)| !ok(v.widen())) {
