@@ -108,15 +108,15 @@ pub fn delta_product_chunkwise_f32(
     finite("Y", y.slice(s![n_h - 1..;n_h, ..]).to_owned())
 }
 
-/// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̆, α.
+/// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̆.
 fn rwkv7_f32(
     q: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
     g: &Rwkv7,
-) -> Result<[Array2<f32>; 4], InputError> {
+) -> Result<[Array2<f32>; 3], InputError> {
     let removal = prepare_rwkv7(q, v, g)?;
     let f = |a: &Array2<f64>| a.mapv(|x| x as f32);
-    Ok([f(&removal), f(&g.zeta), f(&g.replacement), f(&g.alpha)])
+    Ok([f(&removal), f(&g.zeta), f(&g.replacement)])
 }
 
 /// RWKV-7 at f32, token by token: v̌ = W ǩ, W ← W diag(α) − v̌ (ζ ⊙ ǩ)ᵀ
@@ -126,7 +126,8 @@ pub fn rwkv7_recurrent_f32(
     v: &ArrayRef2<f32>,
     g: &Rwkv7,
 ) -> Result<Array2<f32>, InputError> {
-    let [removal, zeta, replacement, alpha] = rwkv7_f32(q, v, g)?;
+    let [removal, zeta, replacement] = rwkv7_f32(q, v, g)?;
+    let alpha = g.alpha.mapv(|a| a as f32);
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let erase = &zeta * &removal; // ζ ⊙ ǩ, every token
     let [q_all, r_all, v_all] = row_major(q, &removal, v);
@@ -192,7 +193,7 @@ pub fn rwkv7_chunkwise_f32(
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
-    let [removal, zeta, replacement, _] = rwkv7_f32(q, v, g)?;
+    let [removal, zeta, replacement] = rwkv7_f32(q, v, g)?;
     // ln α from the gates rounded to f32, as the recurrence uses them.
     let log_alpha = lns(&g.alpha).mapv(f64::from);
     let erase = &zeta * &removal; // Ě = ζ ⊙ ǩ, every token

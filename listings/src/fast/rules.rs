@@ -36,9 +36,6 @@ fn prepare_f32<'a>(
 ) -> Result<Prepared<'a>, InputError> {
     crate::input::check_qkv(q, k, v, true)?;
     let (n, p) = k.dim();
-    // A rule with one gate per token needs one column of ln α, not p equal
-    // ones: its coefficients are asked for at width 1, and a shape error
-    // names k's true width.
     let (log_alpha, beta, omega) = match rule {
         // A gate per token and feature: the logarithms at f32 (from the
         // gates rounded to f32, as the recurrence uses them), vectorised.
