@@ -29,6 +29,10 @@ pub const D: usize = 8;
 pub const M: usize = 8;
 /// Passes of the replayed delta rule over the same associations.
 pub const PASSES: usize = 20;
+/// Where the seeds of φ's random projection start: point `seed` draws its
+/// projection from seed `PROJECTION_SEEDS + seed`, a stream apart from
+/// the keys' and values' (seeds 0, 1, 2, …).
+pub const PROJECTION_SEEDS: u64 = 1000;
 
 // ANCHOR: delta_rule_recall
 /// Write every association with the delta rule (β = 1), `passes` times
@@ -54,16 +58,31 @@ pub fn delta_rule_recall(
 }
 // ANCHOR_END: delta_rule_recall
 
+// ANCHOR: mapped_keys
+/// n random keys k_i ~ N(0, I_d) from `rng`, through φ (its projection, if
+/// it has one, drawn from seed `PROJECTION_SEEDS + seed`): (n, p).
+pub fn mapped_keys(
+    map: FeatureMap,
+    rng: &mut impl Rng,
+    n: usize,
+    seed: u64,
+) -> Array2<f64> {
+    let keys = randn(rng, n, D);
+    map.apply(
+        &keys,
+        &map.projection(&mut seeded(PROJECTION_SEEDS + seed), D),
+    )
+}
+// ANCHOR_END: mapped_keys
+
 // ANCHOR: sweep_point
 /// One point of the sweep: n random keys through φ, then the rank of the
 /// mapped keys and the RMS recall error of the sum rule, of one pass of
 /// the delta rule and of `PASSES` passes of it.
 pub fn sweep_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 4] {
     let mut rng = seeded(seed);
-    let keys = randn(&mut rng, n, D); // k_i ~ N(0, I_d)
+    let mapped = mapped_keys(map, &mut rng, n, seed); // φ(k_i): (n, p)
     let values = unit_rows(&randn(&mut rng, n, M));
-    let omega = map.projection(&mut seeded(1000 + seed), D);
-    let mapped = map.apply(&keys, &omega); // φ(k_i): (n, p)
     let rank = numerical_rank(&mapped, RANK_TOL) as f64;
     let unit = unit_rows(&mapped); // ‖φ(k_i)‖ = 1
     let sum = sum_rule_recall(&unit, &values).expect("n keys, n values");
@@ -84,10 +103,7 @@ fn rms(errors: &Array1<f64>) -> f64 {
 /// Returns the RMS error of the sum rule and of the delta rule (β = 1).
 pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
     let mut rng = seeded(seed);
-    let keys = unit_rows(&map.apply(
-        &randn(&mut rng, n, D),
-        &map.projection(&mut seeded(1000 + seed), D),
-    ));
+    let keys = unit_rows(&mapped_keys(map, &mut rng, n, seed));
     let mut sum = Array2::zeros((M, keys.ncols()));
     let mut delta = sum.clone();
     let mut last: Vec<Option<Array1<f64>>> = vec![None; n];
@@ -103,19 +119,25 @@ pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
         delta_rule_step(&mut delta, &keys.row(i), &v, 1.0).expect(SHAPES);
         last[i] = Some(v);
     }
-    let written: Vec<usize> = (0..n).filter(|&i| last[i].is_some()).collect();
-    let error = |s: &Array2<f64>| {
-        let sq: f64 = written
-            .iter()
-            .map(|&i| {
-                let target = last[i].as_ref().expect("written");
-                let miss = s.dot(&keys.row(i)) - target;
-                miss.dot(&miss)
-            })
-            .sum();
-        (sq / written.len() as f64).sqrt()
-    };
-    [error(&sum), error(&delta)]
+    [
+        last_value_error(&sum, &keys, &last),
+        last_value_error(&delta, &keys, &last),
+    ]
+}
+
+/// The RMS of ‖S k_i − v_i‖ over the keys that were written (`last[i]`
+/// holds the value of key i's last write, `None` if it never was).
+/// s: (m, p), keys: (n, p).
+fn last_value_error(
+    s: &Array2<f64>,
+    keys: &Array2<f64>,
+    last: &[Option<Array1<f64>>],
+) -> f64 {
+    let misses: Vec<f64> = (keys.rows().into_iter().zip(last))
+        .filter_map(|(k, v)| v.as_ref().map(|v| s.dot(&k) - v))
+        .map(|miss| miss.dot(&miss))
+        .collect();
+    (misses.iter().sum::<f64>() / misses.len() as f64).sqrt()
 }
 // ANCHOR_END: setting2_point
 

@@ -103,10 +103,8 @@ fn more_passes_of_the_delta_rule_bring_it_closer_below_p() {
     {
         let n = 3 * map.width(D) / 4;
         let mut rng = seeded(seed);
-        let keys = randn(&mut rng, n, D);
+        let unit = unit_rows(&mapped_keys(map, &mut rng, n, seed));
         let values = unit_rows(&randn(&mut rng, n, M));
-        let omega = map.projection(&mut seeded(1000 + seed), D);
-        let unit = unit_rows(&map.apply(&keys, &omega));
         let errors: Vec<f64> = [1, PASSES, 3 * PASSES]
             .iter()
             .map(|&passes| {
@@ -240,4 +238,55 @@ fn elu_plus_one_keys_with_large_negative_entries_are_nearly_orthogonal() {
             }
         }
     }
+}
+
+#[test]
+fn each_point_draws_its_projection_from_its_own_seed_apart_from_the_keys() {
+    // Point `seed` maps keys drawn from `seeded(seed)` through a projection
+    // drawn from `seeded(PROJECTION_SEEDS + seed)`, as the doc says; the
+    // FAVOR+ projections of the sweep's seeds differ from one another.
+    for map in MAPS {
+        let mut favor = vec![];
+        for seed in 0..SEEDS {
+            let got = mapped_keys(map, &mut seeded(seed), 5, seed);
+            let keys = randn(&mut seeded(seed), 5, D);
+            let omega = map.projection(&mut seeded(PROJECTION_SEEDS + seed), D);
+            assert_eq!(got, map.apply(&keys, &omega), "{}", map.name());
+            favor.push(got);
+        }
+        if matches!(map, FeatureMap::Favor(_)) {
+            assert!(favor[0] != favor[1] && favor[1] != favor[2]);
+        }
+    }
+}
+
+#[test]
+fn setting_2_with_one_key_writes_it_twice_and_reads_its_last_value() {
+    // n = 1: two writes of the same unit key with unit values v₁, v₂. The
+    // sum rule reads v₁ + v₂, off the last value by ‖v₁‖ = 1; the delta rule
+    // overwrote v₁ and reads v₂ exactly.
+    for map in MAPS {
+        for seed in 0..SEEDS {
+            let [sum, delta] = setting2_point(map, 1, seed);
+            assert!((sum - 1.0).abs() < 1e-12, "{}: {sum}", map.name());
+            assert!(delta < 1e-12, "{}: {delta}", map.name());
+        }
+    }
+}
+
+#[test]
+fn the_setting_2_error_is_the_rms_over_the_keys_written() {
+    // S = I, keys e₀, e₁, e₂: key 0 written with e₀ (miss 0), key 1 with
+    // 3e₁ (miss 2), key 2 never written (not counted): √((0 + 4) / 2).
+    let s = Array2::eye(3);
+    let keys = Array2::eye(3);
+    let mut three_e1 = Array1::zeros(3);
+    three_e1[1] = 3.0;
+    let last = [Some(keys.row(0).to_owned()), Some(three_e1), None];
+    let error = last_value_error(&s, &keys, &last);
+    assert!((error - 2f64.sqrt()).abs() < 1e-15, "{error}");
+    // The zero memory misses every unit value by 1.
+    let zero = Array2::zeros((3, 3));
+    let units = [0, 1, 2].map(|i| Some(keys.row(i).to_owned()));
+    assert_eq!(last_value_error(&zero, &keys, &units), 1.0);
 }
