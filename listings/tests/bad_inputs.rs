@@ -45,7 +45,9 @@ use listings::m3::walkthrough::{
     FastWeightLayer, causal_linear_attention_product, linear_attention_one_shot,
 };
 use listings::paper::capacity::sum_rule_recall;
-use listings::paper::capacity_sweep::delta_rule_recall;
+use listings::paper::capacity_sweep::{
+    delta_rule_recall, setting2_point, sweep_point,
+};
 use listings::paper::delta_rule::{
     delta_rule_chunkwise, delta_rule_recurrent, write_strength,
 };
@@ -466,6 +468,23 @@ fn paper_fwp_listings_never_return_nan_nor_panic() {
 fn capacity_listings_never_return_nan_nor_panic() {
     never_nan_nor_panic(F64, |c| sum_rule_recall(&c.k, &c.v));
     never_nan_nor_panic(F64, |c| delta_rule_recall(&c.k, &c.v, c.chunk));
+}
+
+#[test]
+fn a_capacity_point_of_no_associations_is_an_error_naming_n() {
+    // Before the check, Setting 2 panicked drawing a key from 0..0.
+    for map in [FeatureMap::EluPlusOne, FeatureMap::Favor(4)] {
+        let sweep = sweep_point(map, 0, 1).unwrap_err();
+        let setting2 = setting2_point(map, 0, 1).unwrap_err();
+        for err in [sweep, setting2] {
+            let named =
+                matches!(err, InputError::BadParameter { name: "n", .. });
+            assert!(named, "{err}");
+        }
+        assert!(
+            sweep_point(map, 1, 1).is_ok() && setting2_point(map, 1, 1).is_ok()
+        );
+    }
 }
 
 #[test]

@@ -17,10 +17,6 @@ use crate::random::{randn, seeded};
 use ndarray::{Array1, Array2, ArrayRef2};
 use rand::Rng;
 
-/// Why a write of this module cannot fail: it makes its own operands,
-/// with shapes that agree and finite entries.
-const SHAPES: &str = "the operands are made here, with shapes that agree";
-
 pub mod study;
 
 /// Width of the keys before the feature map.
@@ -79,18 +75,35 @@ pub fn mapped_keys(
 /// One point of the sweep: n random keys through φ, then the rank of the
 /// mapped keys and the RMS recall error of the sum rule, of one pass of
 /// the delta rule and of `PASSES` passes of it.
-pub fn sweep_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 4] {
+pub fn sweep_point(
+    map: FeatureMap,
+    n: usize,
+    seed: u64,
+) -> Result<[f64; 4], InputError> {
+    at_least_one_association(n)?;
     let mut rng = seeded(seed);
     let mapped = mapped_keys(map, &mut rng, n, seed); // φ(k_i): (n, p)
     let values = unit_rows(&randn(&mut rng, n, M));
     let rank = numerical_rank(&mapped, RANK_TOL) as f64;
     let unit = unit_rows(&mapped); // ‖φ(k_i)‖ = 1
-    let sum = sum_rule_recall(&unit, &values).expect("n keys, n values");
-    let once = delta_rule_recall(&unit, &values, 1).expect("same shapes");
-    let replay = delta_rule_recall(&unit, &values, PASSES).expect("same");
-    [rank, rms(&sum), rms(&once), rms(&replay)]
+    let sum = sum_rule_recall(&unit, &values)?;
+    let once = delta_rule_recall(&unit, &values, 1)?;
+    let replay = delta_rule_recall(&unit, &values, PASSES)?;
+    Ok([rank, rms(&sum), rms(&once), rms(&replay)])
 }
 // ANCHOR_END: sweep_point
+
+/// A point of either setting needs at least one association.
+fn at_least_one_association(n: usize) -> Result<(), InputError> {
+    if n == 0 {
+        return Err(InputError::BadParameter {
+            name: "n",
+            value: n,
+            rule: "a point holds at least one association",
+        });
+    }
+    Ok(())
+}
 
 fn rms(errors: &Array1<f64>) -> f64 {
     (errors.mapv(|e| e * e).sum() / errors.len() as f64).sqrt()
@@ -101,7 +114,12 @@ fn rms(errors: &Array1<f64>) -> f64 {
 /// from n random keys, each with a fresh value; then every key that was
 /// written is read, and compared with the value of its last write.
 /// Returns the RMS error of the sum rule and of the delta rule (β = 1).
-pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
+pub fn setting2_point(
+    map: FeatureMap,
+    n: usize,
+    seed: u64,
+) -> Result<[f64; 2], InputError> {
+    at_least_one_association(n)?;
     let mut rng = seeded(seed);
     let keys = unit_rows(&mapped_keys(map, &mut rng, n, seed));
     let mut sum = Array2::zeros((M, keys.ncols()));
@@ -114,15 +132,14 @@ pub fn setting2_point(map: FeatureMap, n: usize, seed: u64) -> [f64; 2] {
             &mut sum,
             &v,
             &keys.row(i),
-        )
-        .expect(SHAPES);
-        delta_rule_step(&mut delta, &keys.row(i), &v, 1.0).expect(SHAPES);
+        )?;
+        delta_rule_step(&mut delta, &keys.row(i), &v, 1.0)?;
         last[i] = Some(v);
     }
-    [
+    Ok([
         last_value_error(&sum, &keys, &last),
         last_value_error(&delta, &keys, &last),
-    ]
+    ])
 }
 
 /// The RMS of ‖S k_i − v_i‖ over the keys that were written (`last[i]`

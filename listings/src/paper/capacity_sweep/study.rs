@@ -12,6 +12,8 @@ use std::fmt;
 /// Numbers of associations n in the sweep.
 pub const NS: [usize; 15] =
     [1, 2, 4, 6, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 80];
+/// Why a point of the studies cannot fail: each n is at least 1.
+const AT_LEAST_ONE: &str = "every n of the studies is at least 1";
 /// Seeds per point.
 pub const SEEDS: u64 = 3;
 /// An association is held when the RMS recall error is at most this.
@@ -55,7 +57,7 @@ pub fn capacity_sweep() -> Vec<MapCurves> {
             for &n in &NS {
                 let mut total = [0.0; 4];
                 for seed in 0..SEEDS {
-                    let point = sweep_point(map, n, seed);
+                    let point = sweep_point(map, n, seed).expect(AT_LEAST_ONE);
                     total.iter_mut().zip(point).for_each(|(t, x)| *t += x);
                 }
                 let mean = total.map(|t| t / SEEDS as f64);
@@ -135,7 +137,7 @@ pub fn setting2_study(ns: &[usize]) -> Vec<(FeatureMap, usize, f64, f64)> {
         for &n in ns {
             let mut total = [0.0; 2];
             for seed in 0..SEEDS {
-                let [s, d] = setting2_point(map, n, seed);
+                let [s, d] = setting2_point(map, n, seed).expect(AT_LEAST_ONE);
                 total[0] += s;
                 total[1] += d;
             }
