@@ -424,3 +424,21 @@ fn walkthrough_has_the_chapter_shapes() {
     assert_eq!((q.dim(), k.dim(), v.dim()), ((12, 8), (12, 8), (12, 8)));
     assert_eq!((a.weights.dim(), a.output.dim()), ((12, 12), (12, 8)));
 }
+
+#[test]
+fn the_retrieval_error_is_relative_to_the_targets_value() {
+    // Two equal keys share the weight: the read is (v₀ + v₁) / 2. With
+    // v₀ = (2, 0) and v₁ = 0 it misses v₀ by (1, 0): an error of 1 / ‖v₀‖.
+    let k = ndarray::array![[1.0, 0.5], [1.0, 0.5]];
+    let v = ndarray::array![[2.0, 0.0], [0.0, 0.0]];
+    let probe = aligned_probe(&k, &v, 0, 3.0).unwrap();
+    assert_relative_eq!(probe.weight_on_target, 0.5, epsilon = 1e-15);
+    assert_relative_eq!(probe.retrieval_error, 0.5, epsilon = 1e-15);
+}
+
+#[test]
+fn unit_rows_scales_each_row_to_length_one_and_leaves_zero_rows_zero() {
+    let a = ndarray::array![[3.0, 4.0], [0.0, 0.0], [0.0, -2.0]];
+    let want = ndarray::array![[0.6, 0.8], [0.0, 0.0], [0.0, -1.0]];
+    assert_eq!(unit_rows(&a), want);
+}
