@@ -403,3 +403,16 @@ fn bad_streams_and_strengths_are_refused_with_a_clear_error() {
         Err(InputError::Overflow { .. })
     ));
 }
+
+#[test]
+fn the_stream_loss_is_half_the_mean_squared_miss() {
+    // S = 0 reads 0 for every key: misses 2 and 0 (m = p = 1, N = 2), so
+    // (1/N) Σ ½ miss² = (½ · 4 + 0) / 2 = 1; and 0 for the S that fits.
+    let zero = Array2::zeros((1, 1));
+    let k = ndarray::array![[1.0], [1.0]];
+    let v = ndarray::array![[2.0], [0.0]];
+    assert_eq!(stream_loss(&zero, &k, &v).unwrap(), 1.0);
+    let fits = ndarray::array![[1.0]];
+    let k = ndarray::array![[3.0], [-1.0]];
+    assert_eq!(stream_loss(&fits, &k, &k).unwrap(), 0.0);
+}
