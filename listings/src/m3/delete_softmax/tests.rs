@@ -560,3 +560,21 @@ fn taylor_error_grows_with_the_size_of_the_score() {
         }
     }
 }
+
+#[test]
+fn kernel_attention_reads_any_number_of_keys_but_a_causal_read_one_per_query() {
+    // Three queries over five keys: allowed without a mask (each query
+    // reads all five), an error naming the shapes under the causal mask,
+    // which pairs query t with key t.
+    let mut rng = seeded(7);
+    let (q, k, v) = (
+        randn(&mut rng, 3, 4),
+        randn(&mut rng, 5, 4),
+        randn(&mut rng, 5, 2),
+    );
+    let open =
+        kernel_attention(&q, &k, &v, Mask::None, softmax_kernel).unwrap();
+    assert_eq!(open.weights.dim(), (3, 5));
+    let causal = kernel_attention(&q, &k, &v, Mask::Causal, softmax_kernel);
+    assert!(matches!(causal, Err(InputError::ShapeMismatch { .. })));
+}
