@@ -222,7 +222,8 @@ const ABOUT: [&str; 4] = [
      listings (cargo test --tests).",
     "caught: a test failed; missed: every test passed; unviable: the change \
      did not compile; timeout: the tests ran past 600 s. Score: caught over \
-     caught + missed + timeout.",
+     caught + missed + timeout, less the equivalent mutants (missed ones \
+     that cannot change behaviour) of listings/data/equivalent_mutants.tsv.",
     "hash: FNV-1a 64 of the file's bytes when it ran; a row whose hash is \
      not the file's is stale. One row per file and shard k/n.",
     "Each line `missed: FILE k/n: MUTANT` names a mutant no test caught.",

@@ -14,6 +14,11 @@ use std::fmt::Write;
 
 /// The committed results, from the crate's directory.
 pub const MUTANTS: &str = "data/mutants.tsv";
+/// The missed mutants that cannot change what their listing promises,
+/// each with the reason, written by hand after reading the mutant.
+pub const EQUIVALENT: &str = "data/equivalent_mutants.tsv";
+/// The columns of [`EQUIVALENT`].
+pub const EQUIVALENT_HEADER: &str = "file\tmutant\treason";
 /// The columns of the committed results (as `cargo xtask mutants` writes).
 pub const HEADER: &str = "file\thash\tshard\tcaught\tmissed\tunviable\t\
                           timeout\tseconds\tmachine\tdate\tcommand";
@@ -35,6 +40,8 @@ pub struct FileScore {
     pub date: String,
     /// The names of the mutants no test caught.
     pub missed_names: Vec<String>,
+    /// The missed mutants that are equivalent: (name, why).
+    pub equivalent: Vec<(String, String)>,
 }
 
 impl FileScore {
@@ -44,9 +51,10 @@ impl FileScore {
     }
 
     /// The share of viable mutants a test caught (a timeout is not counted
-    /// as caught), in [0, 1]; `None` if no mutant compiled.
+    /// as caught), equivalent mutants set aside, in [0, 1]; `None` if no
+    /// mutant that could change behaviour compiled.
     pub fn score(&self) -> Option<f64> {
-        let viable = self.viable();
+        let viable = self.viable() - self.equivalent.len();
         (viable > 0).then(|| self.caught as f64 / viable as f64)
     }
 
@@ -85,6 +93,7 @@ pub fn parse(text: &str) -> Result<Vec<FileScore>, String> {
             machine: r.fields[8].to_string(),
             date: r.fields[9].to_string(),
             missed_names: vec![],
+            equivalent: vec![],
         };
         match files.iter_mut().find(|f| f.file == row.file) {
             Some(f) if f.hash == hash && f.shards.1 == n => {
@@ -113,12 +122,41 @@ pub fn parse(text: &str) -> Result<Vec<FileScore>, String> {
     Ok(files)
 }
 
-/// The committed results.
+/// Attach the equivalent mutants in `text` (see [`EQUIVALENT`]) to their
+/// files; an entry that is not a missed mutant of a file's committed row
+/// (the file reran, or the name is wrong) is an error naming it.
+pub fn attach_equivalents(
+    files: &mut [FileScore],
+    text: &str,
+) -> Result<(), String> {
+    let (_, records) = read(text, EQUIVALENT_HEADER)?;
+    for r in &records {
+        let [file, mutant, reason] = [0, 1, 2].map(|i| r.fields[i]);
+        let f = files
+            .iter_mut()
+            .find(|f| {
+                f.file == file && f.missed_names.iter().any(|m| m == mutant)
+            })
+            .ok_or(format!("not a missed mutant of {file}: `{mutant}`"))?;
+        if reason.trim().is_empty() {
+            return Err(format!("no reason for `{mutant}`"));
+        }
+        f.equivalent.push((mutant.to_string(), reason.to_string()));
+    }
+    Ok(())
+}
+
+/// The committed results, with their equivalent mutants.
 pub fn committed() -> Vec<FileScore> {
-    let path = format!("{}/{MUTANTS}", env!("CARGO_MANIFEST_DIR"));
-    let text =
-        std::fs::read_to_string(&path).expect("mutants.tsv is committed");
-    parse(&text).expect("mutants.tsv reads")
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{dir}/{MUTANTS}"))
+        .expect("mutants.tsv is committed");
+    let mut files = parse(&text).expect("mutants.tsv reads");
+    let equivalent = std::fs::read_to_string(format!("{dir}/{EQUIVALENT}"))
+        .expect("equivalent_mutants.tsv is committed");
+    attach_equivalents(&mut files, &equivalent)
+        .expect("every equivalent mutant is a missed one");
+    files
 }
 
 /// Appendix D's table: per file, the mutants of its listings caught,
@@ -129,10 +167,11 @@ pub fn mutation_score() -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<40} {:>6} {:>6} {:>8} {:>7} {:>6}  result",
+        "{:<40} {:>6} {:>6} {:>6} {:>8} {:>7} {:>6}  result",
         "file (listings/src/)",
         "caught",
         "missed",
+        "equiv.",
         "unviable",
         "timeout",
         "score"
@@ -149,9 +188,19 @@ pub fn mutation_score() -> String {
         };
         let _ = writeln!(
             out,
-            "{name:<40} {:>6} {:>6} {:>8} {:>7} {score:>6}  {state}",
-            f.caught, f.missed, f.unviable, f.timeout
+            "{name:<40} {:>6} {:>6} {:>6} {:>8} {:>7} {score:>6}  {state}",
+            f.caught,
+            f.missed,
+            f.equivalent.len(),
+            f.unviable,
+            f.timeout
         );
+    }
+    for f in &files {
+        for (mutant, why) in &f.equivalent {
+            let mutant = mutant.trim_start_matches("listings/src/");
+            let _ = writeln!(out, "equivalent: {mutant}: {why}");
+        }
     }
     let minutes = files.iter().map(|f| f.seconds).sum::<u64>() as f64 / 60.0;
     let mut machines: Vec<&str> =
@@ -229,7 +278,9 @@ mod tests {
         }
         let table = mutation_score();
         assert!(table.contains("cargo xtask mutants"), "{table}");
-        assert_eq!(table.lines().count(), files.len() + 2, "{table}");
+        let equivalent: usize = files.iter().map(|f| f.equivalent.len()).sum();
+        let lines = files.len() + equivalent + 2;
+        assert_eq!(table.lines().count(), lines, "{table}");
     }
 
     #[test]
@@ -261,5 +312,31 @@ mod tests {
             row("00000000000000ac", "1/2", 4)
         );
         assert!(parse(&two).is_err());
+    }
+
+    #[test]
+    fn an_equivalent_mutant_must_be_a_missed_one_with_a_reason() {
+        // Set aside, it leaves the score's count of viable mutants; an
+        // entry naming a mutant no row missed, or giving no reason, is an
+        // error (so a file that reran leaves no stale entry behind).
+        let text = format!(
+            "# missed: listings/src/causal.rs 0/1: m1\n{HEADER}\n\
+             listings/src/causal.rs\t00000000000000ab\t0/1\t9\t1\t2\t0\t\
+             60\tcpu\t2026-12-02\tcargo xtask mutants\n"
+        );
+        let entry = |mutant: &str, why: &str| {
+            format!(
+                "{EQUIVALENT_HEADER}\nlistings/src/causal.rs\t{mutant}\t{why}\n"
+            )
+        };
+        let mut files = parse(&text).unwrap();
+        assert_eq!(files[0].score(), Some(0.9));
+        attach_equivalents(&mut files, &entry("m1", "ties")).unwrap();
+        assert_eq!(files[0].score(), Some(1.0));
+        let mut files = parse(&text).unwrap();
+        assert!(attach_equivalents(&mut files, &entry("m2", "ties")).is_err());
+        assert!(attach_equivalents(&mut files, &entry("m1", " ")).is_err());
+        // The committed entries all attach.
+        let _ = committed();
     }
 }
