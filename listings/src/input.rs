@@ -198,7 +198,7 @@ fn all_pass<T: Entry>(x: &ArrayRef2<T>, ok: impl Fn(T) -> bool) -> bool {
 }
 
 /// Whether no entry of `x` fails `ok`, counted without a branch.
-fn none_fail<T: Entry>(x: &[T], ok: impl Fn(T) -> bool) -> bool {
+pub(crate) fn none_fail<T: Entry>(x: &[T], ok: impl Fn(T) -> bool) -> bool {
     x.iter().map(|&v| u32::from(!ok(v))).sum::<u32>() == 0
 }
 
@@ -462,15 +462,19 @@ pub fn finite_number(name: &'static str, x: f64) -> Result<(), InputError> {
 
 /// A chunkwise schedule's chunk size: at least one token.
 pub fn check_chunk(chunk: usize) -> Result<(), InputError> {
-    if chunk == 0 {
-        let rule = "a chunk holds at least one token";
-        return Err(InputError::BadParameter {
-            name: "chunk",
-            value: chunk,
-            rule,
-        });
+    at_least_one("chunk", chunk, "a chunk holds at least one token")
+}
+
+/// A count that must be at least one: 0 is an error naming it and `rule`.
+pub fn at_least_one(
+    name: &'static str,
+    value: usize,
+    rule: &'static str,
+) -> Result<(), InputError> {
+    match value {
+        0 => Err(InputError::BadParameter { name, value, rule }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ fn overflow(
     stride: usize,
     columns: usize,
 ) -> Option<(usize, usize, f32)> {
-    if p.iter().map(|x| u32::from(!x.is_finite())).sum::<u32>() == 0 {
+    if crate::input::none_fail(p, |x: f32| x.is_finite()) {
         return None;
     }
     let rows = p.chunks(stride).map(|row| &row[..columns]).enumerate();
