@@ -362,7 +362,8 @@ fn retrieval_trainer_allocates_nothing_per_episode_but_a_gram_buffer() {
             ..Budget::paper()
         };
         let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
-        let eps = episodes(1, 16, 6, Setting::Repeated);
+        let eps =
+            episodes(1, 16, 6, Setting::Repeated).expect("n is at least one");
         fast.gradient(&eps[..1]).unwrap(); // warm up
         let calls = |b: usize, fast: &mut Fast| {
             usage(|| fast.gradient(&eps[..b]).unwrap()).calls

@@ -714,7 +714,8 @@ fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
             ..Budget::paper()
         };
         let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
-        let eps = episodes(case as u64, 4, 5, Setting::Repeated);
+        let eps = episodes(case as u64, 4, 5, Setting::Repeated)
+            .expect("n is at least one");
         let label =
             format!("case {case}: {} {value} in {tensor}", layer.name());
         match catch_unwind(AssertUnwindSafe(|| fast.gradient(&eps))) {
@@ -732,6 +733,97 @@ fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
         }
     }
     assert!(ok > 0 && refused > 0, "{ok} ok, {refused} refused");
+}
+
+#[test]
+fn a_retrieval_task_or_budget_with_a_zero_count_is_an_error_naming_it() {
+    // Before the checks: n = 0 panicked drawing from 0..0, max_queries = 0
+    // indexed an empty list, eval_every = 0 divided by zero, and batch = 0
+    // or eval_sequences = 0 averaged over nothing (a silent NaN).
+    use listings::paper::retrieval::model::{Layer, Params, Phi, Rule, Shape};
+    use listings::paper::retrieval::task::{Setting, episode, eval_sequence};
+    use listings::paper::retrieval::train::{Budget, Reference, Stop, train};
+    use listings::trainers::retrieval::{Fast, TrainError};
+    let names = |e: &InputError, n: &str| matches!(e, InputError::BadParameter { name, .. } if *name == n);
+    let mut rng = listings::random::seeded(3);
+    for setting in [Setting::Distinct, Setting::Repeated] {
+        let e = episode(&mut rng, 0, setting).unwrap_err();
+        assert!(names(&e, "n"), "{e}");
+        let e = eval_sequence(&mut rng, 0, setting, 5).unwrap_err();
+        assert!(names(&e, "n"), "{e}");
+        let e = eval_sequence(&mut rng, 3, setting, 0).unwrap_err();
+        assert!(names(&e, "max_queries"), "{e}");
+        assert!(episode(&mut rng, 1, setting).is_ok());
+        assert!(eval_sequence(&mut rng, 1, setting, 1).is_ok());
+    }
+    let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
+    let fast_refuses = |shape: Shape, budget: Budget, name: &str| {
+        let params =
+            Params::init(&mut listings::random::seeded(1), shape, layer);
+        let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
+        for err in [
+            fast.try_step(&mut listings::random::seeded(2)).unwrap_err(),
+            fast.evaluate_with(&mut listings::random::seeded(2))
+                .unwrap_err(),
+        ] {
+            let named = matches!(&err, TrainError::Input(e) if names(e, name));
+            assert!(named, "{name}: {err}");
+        }
+        let mut reference =
+            Reference::new(layer, Setting::Repeated, params, budget);
+        let out = train(&mut reference, &budget, 0, |_, _| {});
+        let Stop::Failed(why) = out.stop else {
+            panic!("{name}: {:?}", out.stop)
+        };
+        assert!(why.contains(&format!("{name} is 0")), "{why}");
+    };
+    let small = Budget {
+        batch: 2,
+        eval_every: 1,
+        eval_sequences: 1,
+        max_queries: 3,
+        max_steps: 2,
+        ..Budget::paper()
+    };
+    let zeroed = [
+        ("batch", Budget { batch: 0, ..small }),
+        (
+            "eval_every",
+            Budget {
+                eval_every: 0,
+                ..small
+            },
+        ),
+        (
+            "eval_sequences",
+            Budget {
+                eval_sequences: 0,
+                ..small
+            },
+        ),
+        (
+            "max_queries",
+            Budget {
+                max_queries: 0,
+                ..small
+            },
+        ),
+    ];
+    for (name, budget) in zeroed {
+        fast_refuses(Shape::paper(4, 3), budget, name);
+    }
+    fast_refuses(Shape::paper(0, 3), small, "n");
+    // The same trainers run with every count at least one.
+    let params = Params::init(
+        &mut listings::random::seeded(1),
+        Shape::paper(4, 3),
+        layer,
+    );
+    let mut fast = Fast::new(layer, Setting::Repeated, &params, small);
+    assert!(fast.try_step(&mut listings::random::seeded(2)).is_ok());
+    let mut reference = Reference::new(layer, Setting::Repeated, params, small);
+    let out = train(&mut reference, &small, 0, |_, _| {});
+    assert!(!matches!(out.stop, Stop::Failed(_)), "{:?}", out.stop);
 }
 
 // Issue 27: the classes of input an independent reference found to give a

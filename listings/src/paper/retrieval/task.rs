@@ -2,6 +2,7 @@
 //! of key–value pairs, then a query key; the answer is the value paired
 //! with that key.
 
+use crate::input::{InputError, at_least_one};
 use crate::random::seeded;
 use rand::Rng;
 use rand::seq::SliceRandom;
@@ -48,16 +49,21 @@ pub struct Episode {
 // ANCHOR: episode
 /// Draw an episode over n keys and n values, as the paper's code does:
 /// in Setting 1 keys and values are two permutations (each symbol once);
-/// in Setting 2 both are drawn with replacement, 2n of each.
-pub fn episode(rng: &mut impl Rng, n: usize, setting: Setting) -> Episode {
+/// in Setting 2 both are drawn with replacement, 2n of each. n = 0 is an
+/// error: there is no key to ask for.
+pub fn episode(
+    rng: &mut impl Rng,
+    n: usize,
+    setting: Setting,
+) -> Result<Episode, InputError> {
     let mut e = Episode {
         keys: Vec::new(),
         values: Vec::new(),
         query: 0,
         target: 0,
     };
-    episode_into(rng, n, setting, &mut e);
-    e
+    episode_into(rng, n, setting, &mut e)?;
+    Ok(e)
 }
 
 /// [`episode`], written into `e`'s vectors (no allocation once they have
@@ -67,25 +73,27 @@ pub fn episode_into(
     n: usize,
     setting: Setting,
     e: &mut Episode,
-) {
-    draw_pairs(rng, n, setting.len(n), setting, e);
+) -> Result<(), InputError> {
+    draw_pairs(rng, n, setting.len(n), setting, e)?;
     let at = rng.random_range(0..e.keys.len());
     e.query = e.keys[at];
     // The answer is the value at the query key's last occurrence.
     let last = e.keys.iter().rposition(|&k| k == e.query);
     e.target = e.values[last.expect("the query is a key")];
+    Ok(())
 }
 // ANCHOR_END: episode
 
 /// The `len` key–value pairs of a sequence: permutations in Setting 1,
-/// draws with replacement in Setting 2.
+/// draws with replacement in Setting 2. n = 0 is an error.
 fn draw_pairs(
     rng: &mut impl Rng,
     n: usize,
     len: usize,
     setting: Setting,
     e: &mut Episode,
-) {
+) -> Result<(), InputError> {
+    at_least_one("n", n, "a sequence draws from at least one key")?;
     for symbols in [&mut e.keys, &mut e.values] {
         symbols.clear();
         match setting {
@@ -99,24 +107,31 @@ fn draw_pairs(
             }
         }
     }
+    Ok(())
 }
 
 /// One evaluation sequence of the paper's code: n pairs (in both settings),
 /// queried at every distinct key, at most `max_queries` of them, in order
-/// of key id. Returns the sequence and its (query, target) pairs.
+/// of key id. Returns the sequence and its (query, target) pairs; n = 0
+/// and `max_queries` = 0 are errors.
 pub fn eval_sequence(
     rng: &mut impl Rng,
     n: usize,
     setting: Setting,
     max_queries: usize,
-) -> (Episode, Vec<(usize, usize)>) {
+) -> Result<(Episode, Vec<(usize, usize)>), InputError> {
+    at_least_one(
+        "max_queries",
+        max_queries,
+        "an evaluation asks at least once",
+    )?;
     let mut e = Episode {
         keys: Vec::new(),
         values: Vec::new(),
         query: 0,
         target: 0,
     };
-    draw_pairs(rng, n, n, setting, &mut e);
+    draw_pairs(rng, n, n, setting, &mut e)?;
     let mut last = vec![None; n];
     for (t, &k) in e.keys.iter().enumerate() {
         last[k] = Some(t);
@@ -126,7 +141,7 @@ pub fn eval_sequence(
         .take(max_queries)
         .collect();
     (e.query, e.target) = queries[0];
-    (e, queries)
+    Ok((e, queries))
 }
 // ANCHOR_END: episode
 
@@ -136,7 +151,7 @@ pub fn episodes(
     count: usize,
     n: usize,
     setting: Setting,
-) -> Vec<Episode> {
+) -> Result<Vec<Episode>, InputError> {
     let mut rng = seeded(seed);
     (0..count).map(|_| episode(&mut rng, n, setting)).collect()
 }

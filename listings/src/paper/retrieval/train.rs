@@ -1,6 +1,7 @@
 //! Training one model on the retrieval task with the paper's optimiser and
 //! stopping rule.
 
+use crate::input::{InputError, at_least_one};
 use crate::paper::retrieval::adam::Adam;
 use crate::paper::retrieval::model::{
     Layer, Params, Shape, draw_omega, episode_loss,
@@ -55,6 +56,17 @@ impl Budget {
             max_steps: 100_000,
         }
     }
+
+    /// Every count that divides or is divided by must be at least one: the
+    /// batch, the evaluation interval, the evaluation's sequences and its
+    /// queries. A zero is an error naming it.
+    pub fn check(&self) -> Result<(), InputError> {
+        let rule = "a step, an evaluation and its interval need at least one";
+        at_least_one("batch", self.batch, rule)?;
+        at_least_one("eval_every", self.eval_every, rule)?;
+        at_least_one("eval_sequences", self.eval_sequences, rule)?;
+        at_least_one("max_queries", self.max_queries, rule)
+    }
 }
 
 /// Why training stopped.
@@ -92,7 +104,7 @@ pub struct Outcome {
 /// batch, and the mean loss on a fresh evaluation set.
 pub trait Learner {
     fn step(&mut self, rng: &mut BookRng) -> Result<(), String>;
-    fn evaluate(&mut self, rng: &mut BookRng) -> f64;
+    fn evaluate(&mut self, rng: &mut BookRng) -> Result<f64, String>;
 }
 
 // ANCHOR: train
@@ -113,12 +125,18 @@ pub fn train(
         steps,
         stop,
     };
+    if let Err(why) = budget.check() {
+        return end(Stop::Failed(why.to_string()), 0, best);
+    }
     for step in 1..=budget.max_steps {
         if let Err(why) = learner.step(&mut rng) {
             return end(Stop::Failed(why), step, best);
         }
         if step % budget.eval_every == 0 {
-            let loss = learner.evaluate(&mut rng);
+            let loss = match learner.evaluate(&mut rng) {
+                Ok(loss) => loss,
+                Err(why) => return end(Stop::Failed(why), step, best),
+            };
             on_eval(step, loss);
             if loss < best {
                 (best, strikes) = (loss, 0);
@@ -176,10 +194,12 @@ impl Reference {
 
 impl Learner for Reference {
     fn step(&mut self, rng: &mut BookRng) -> Result<(), String> {
+        self.budget.check().map_err(|e| e.to_string())?;
         let omega = draw_omega(rng, self.layer, self.d());
         let mut grad = self.params.zeros_like();
         for _ in 0..self.budget.batch {
-            let e = episode(rng, self.n(), self.setting);
+            let e = episode(rng, self.n(), self.setting)
+                .map_err(|e| e.to_string())?;
             episode_loss(&self.params, self.layer, &e, &omega, Some(&mut grad));
         }
         for g in grad.slices_mut() {
@@ -189,7 +209,8 @@ impl Learner for Reference {
         Ok(())
     }
 
-    fn evaluate(&mut self, rng: &mut BookRng) -> f64 {
+    fn evaluate(&mut self, rng: &mut BookRng) -> Result<f64, String> {
+        self.budget.check().map_err(|e| e.to_string())?;
         let (mut total, mut count) = (0.0, 0);
         for _ in 0..self.budget.eval_sequences {
             let omega = draw_omega(rng, self.layer, self.d());
@@ -198,7 +219,8 @@ impl Learner for Reference {
                 self.n(),
                 self.setting,
                 self.budget.max_queries,
-            );
+            )
+            .map_err(|e| e.to_string())?;
             for (q, target) in queries {
                 (seq.query, seq.target) = (q, target);
                 total +=
@@ -206,6 +228,6 @@ impl Learner for Reference {
                 count += 1;
             }
         }
-        total / count as f64
+        Ok(total / count as f64)
     }
 }

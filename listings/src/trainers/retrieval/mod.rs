@@ -20,6 +20,7 @@
 //! and backward, are in `reads.rs`; the step, the evaluation and the
 //! bookkeeping of the batch here.
 
+use crate::input::InputError;
 use crate::paper::retrieval::adam::Adam;
 use crate::paper::retrieval::model::{
     EPS, FwmPhi, Layer, Params, Phi, Rule, Shape, draw_omega,
@@ -148,6 +149,14 @@ pub enum TrainError {
     /// The loss is finite but a gradient entry is not (a weight at ±∞
     /// times a zero derivative): tensor index as in [`Params::slices`].
     NonFiniteGradient { tensor: usize },
+    /// A count of the task or the budget is zero (see [`Budget::check`]).
+    Input(InputError),
+}
+
+impl From<InputError> for TrainError {
+    fn from(e: InputError) -> Self {
+        TrainError::Input(e)
+    }
 }
 
 impl std::fmt::Display for TrainError {
@@ -162,6 +171,7 @@ impl std::fmt::Display for TrainError {
                 f,
                 "the gradient of weight tensor {tensor} is not finite"
             ),
+            TrainError::Input(e) => write!(f, "{e}"),
         }
     }
 }
@@ -485,7 +495,11 @@ impl Fast {
     /// The mean loss over the paper's evaluation: `eval_sequences` fresh
     /// sequences of n pairs, each read at every distinct key (at most
     /// `max_queries`), each sequence's memory built once.
-    pub fn evaluate_with(&mut self, rng: &mut BookRng) -> f64 {
+    pub fn evaluate_with(
+        &mut self,
+        rng: &mut BookRng,
+    ) -> Result<f64, TrainError> {
+        self.budget.check()?;
         let Shape { n, d, .. } = self.shape;
         self.prepare();
         gemm(
@@ -502,7 +516,7 @@ impl Fast {
         for _ in 0..self.budget.eval_sequences {
             self.redraw_omega(rng);
             let (seq, queries) =
-                eval_sequence(rng, n, self.setting, self.budget.max_queries);
+                eval_sequence(rng, n, self.setting, self.budget.max_queries)?;
             let wk = &mut self.work;
             gather_keys(&mut wk.keys, &self.proj, &self.kv, &seq);
             let len = seq.keys.len();
@@ -619,18 +633,23 @@ impl Fast {
                 count += 1;
             }
         }
-        total / count as f64
+        Ok(total / count as f64)
     }
 
     /// One training step: a fresh batch, its mean gradient, one Adam
     /// update.
     pub fn try_step(&mut self, rng: &mut BookRng) -> Result<f64, TrainError> {
+        self.budget.check()?;
         self.redraw_omega(rng);
         let mut batch = std::mem::take(&mut self.batch);
-        for e in batch.iter_mut() {
-            episode_into(rng, self.shape.n, self.setting, e);
-        }
-        let loss = self.gradient(&batch);
+        let (n, setting) = (self.shape.n, self.setting);
+        let drawn = batch
+            .iter_mut()
+            .try_for_each(|e| episode_into(rng, n, setting, e));
+        let loss = match drawn {
+            Ok(()) => self.gradient(&batch),
+            Err(e) => Err(e.into()),
+        };
         self.batch = batch;
         let loss = loss?;
         self.adam.update(&mut self.params, &self.grad);
@@ -643,8 +662,8 @@ impl Learner for Fast {
         self.try_step(rng).map(|_| ()).map_err(|e| e.to_string())
     }
 
-    fn evaluate(&mut self, rng: &mut BookRng) -> f64 {
-        self.evaluate_with(rng)
+    fn evaluate(&mut self, rng: &mut BookRng) -> Result<f64, String> {
+        self.evaluate_with(rng).map_err(|e| e.to_string())
     }
 }
 

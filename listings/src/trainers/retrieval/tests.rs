@@ -72,7 +72,8 @@ fn compare_gradients(layer: Layer, gain: f64) {
                 params.w_k *= gain;
                 params.b_k *= gain;
                 let omega = draw_omega(&mut rng, layer, d);
-                let eps = episodes(seed + 10, 8, n, setting);
+                let eps = episodes(seed + 10, 8, n, setting)
+                    .expect("n is at least one");
                 let mut fast = Fast::new(layer, setting, &params, budget());
                 fast.omega = omega.mapv(|x| x as f32);
                 let loss = fast.gradient(&eps).unwrap();
@@ -128,13 +129,15 @@ fn fast_evaluation_equals_the_f64_model_on_the_same_queries() {
                 ..budget()
             };
             let mut fast = Fast::new(layer, setting, &params, b);
-            let got = fast.evaluate_with(&mut seeded(9));
+            let got =
+                fast.evaluate_with(&mut seeded(9)).expect("a valid budget");
             let mut rng = seeded(9);
             let omega = Array2::zeros((6, 0));
             let (mut total, mut count) = (0.0, 0);
             for _ in 0..3 {
                 let (mut seq, queries) =
-                    eval_sequence(&mut rng, 12, setting, 5);
+                    eval_sequence(&mut rng, 12, setting, 5)
+                        .expect("n and max_queries are at least one");
                 for (q, target) in queries {
                     (seq.query, seq.target) = (q, target);
                     total += episode_loss(&params, layer, &seq, &omega, None);
@@ -177,7 +180,9 @@ fn a_key_whose_features_sum_to_zero_is_an_error_not_a_nan() {
     params.b_k.fill(0.0);
     params.b_k[0] = 1.0;
     let mut fast = Fast::new(layer, Setting::Distinct, &params, budget());
-    let err = fast.gradient(&episodes(0, 2, 4, Setting::Distinct));
+    let err = fast.gradient(
+        &episodes(0, 2, 4, Setting::Distinct).expect("n is at least one"),
+    );
     assert!(matches!(
         err,
         Err(TrainError::NonPositiveNormaliser { what: "key", .. })

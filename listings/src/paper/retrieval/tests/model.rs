@@ -47,7 +47,7 @@ fn check_gradient_at(
     // Larger w_β so the write strengths differ from step to step.
     params.w_beta = randn(&mut rng, 1, shape.n + shape.e).row(0).to_owned();
     let omega = draw_omega(&mut rng, layer, shape.d);
-    let eps = episodes(seed, 2, shape.n, setting);
+    let eps = episodes(seed, 2, shape.n, setting).expect("n is at least one");
     let loss = |p: &Params| -> f64 {
         eps.iter()
             .map(|e| episode_loss(p, layer, e, &omega, None))
@@ -122,7 +122,8 @@ fn fwm_gradient_matches_finite_differences_with_and_without_scaling() {
                     let mut params = Params::init(&mut rng, shape, layer);
                     params.w_k *= 3.0;
                     params.b_k *= 3.0;
-                    let eps = episodes(seed, 2, shape.n, setting);
+                    let eps = episodes(seed, 2, shape.n, setting)
+                        .expect("n is at least one");
                     let (a, b) = fwm_scalings(map, &params, &eps);
                     (scaled, kept) = (scaled + a, kept + b);
                 }
@@ -163,7 +164,9 @@ fn fwm_loss_never_falls_below_one_over_2n() {
             let mut rng = seeded(seed);
             let params = Params::init(&mut rng, shape, layer);
             let omega = Array2::zeros((6, 0));
-            for e in episodes(seed, 20, n, Setting::Repeated) {
+            for e in episodes(seed, 20, n, Setting::Repeated)
+                .expect("n is at least one")
+            {
                 let loss = episode_loss(&params, layer, &e, &omega, None);
                 let floor = 0.5 / n as f64;
                 assert!(loss >= floor * (1.0 - 1e-9), "{loss} < {floor}");
@@ -298,7 +301,9 @@ fn softmax_and_the_sum_rule_ignore_the_order_of_pairs_and_delta_does_not() {
         let mut rng = seeded(seed);
         let params = Params::init(&mut rng, shape, Layer::Softmax);
         let omega = Array2::zeros((4, 0));
-        for e in episodes(seed, 5, shape.n, Setting::Repeated) {
+        for e in episodes(seed, 5, shape.n, Setting::Repeated)
+            .expect("n is at least one")
+        {
             let mut reversed = e.clone();
             reversed.keys.reverse();
             reversed.values.reverse();
@@ -329,7 +334,9 @@ fn write_strength_gets_no_gradient_outside_the_delta_rule() {
         let params = Params::init(&mut rng, shape, layer);
         let omega = draw_omega(&mut rng, layer, 4);
         let mut grad = params.zeros_like();
-        for e in episodes(0, 12, 4, Setting::Distinct) {
+        for e in
+            episodes(0, 12, 4, Setting::Distinct).expect("n is at least one")
+        {
             episode_loss(&params, layer, &e, &omega, Some(&mut grad));
         }
         assert!(grad.w_beta.iter().all(|&g| g == 0.0));

@@ -7,7 +7,9 @@ use crate::random::seeded;
 fn distinct_setting_lists_every_key_once() {
     for seed in 0..20 {
         for n in [1, 2, 5, 40] {
-            for e in episodes(seed, 5, n, Setting::Distinct) {
+            for e in episodes(seed, 5, n, Setting::Distinct)
+                .expect("n is at least one")
+            {
                 let mut keys = e.keys.clone();
                 keys.sort();
                 assert_eq!(keys, (0..n).collect::<Vec<_>>());
@@ -22,7 +24,9 @@ fn distinct_setting_lists_every_key_once() {
 fn repeated_setting_answers_with_the_last_occurrence() {
     let mut revised = 0;
     for seed in 0..20 {
-        for e in episodes(seed, 20, 6, Setting::Repeated) {
+        for e in
+            episodes(seed, 20, 6, Setting::Repeated).expect("n is at least one")
+        {
             assert_eq!(e.keys.len(), 12);
             assert!(e.keys.iter().chain(&e.values).all(|&s| s < 6));
             let last = e.keys.iter().rposition(|&k| k == e.query).unwrap();
@@ -41,7 +45,9 @@ fn repeated_setting_answers_with_the_last_occurrence() {
 fn setting_1_values_are_a_permutation_too() {
     for seed in 0..10 {
         for n in [1, 3, 20] {
-            for e in episodes(seed, 4, n, Setting::Distinct) {
+            for e in episodes(seed, 4, n, Setting::Distinct)
+                .expect("n is at least one")
+            {
                 let mut values = e.values.clone();
                 values.sort();
                 assert_eq!(values, (0..n).collect::<Vec<_>>());
@@ -55,7 +61,8 @@ fn evaluation_queries_every_distinct_key_at_its_last_value() {
     for seed in 0..10 {
         let mut rng = seeded(seed);
         for setting in [Setting::Distinct, Setting::Repeated] {
-            let (e, queries) = eval_sequence(&mut rng, 30, setting, 200);
+            let (e, queries) = eval_sequence(&mut rng, 30, setting, 200)
+                .expect("n and max_queries are at least one");
             assert_eq!(e.keys.len(), 30);
             let mut distinct = e.keys.clone();
             distinct.sort();
@@ -65,7 +72,8 @@ fn evaluation_queries_every_distinct_key_at_its_last_value() {
                 let last = e.keys.iter().rposition(|&k| k == q).unwrap();
                 assert_eq!(e.values[last], target);
             }
-            let (_, capped) = eval_sequence(&mut rng, 30, setting, 7);
+            let (_, capped) = eval_sequence(&mut rng, 30, setting, 7)
+                .expect("n and max_queries are at least one");
             assert!(capped.len() <= 7);
         }
     }
@@ -74,7 +82,13 @@ fn evaluation_queries_every_distinct_key_at_its_last_value() {
 #[test]
 fn episodes_are_deterministic_per_seed() {
     for setting in [Setting::Distinct, Setting::Repeated] {
-        assert_eq!(episodes(3, 4, 10, setting), episodes(3, 4, 10, setting));
-        assert_ne!(episodes(3, 4, 10, setting), episodes(4, 4, 10, setting));
+        assert_eq!(
+            episodes(3, 4, 10, setting).expect("n is at least one"),
+            episodes(3, 4, 10, setting).expect("n is at least one")
+        );
+        assert_ne!(
+            episodes(3, 4, 10, setting).expect("n is at least one"),
+            episodes(4, 4, 10, setting).expect("n is at least one")
+        );
     }
 }

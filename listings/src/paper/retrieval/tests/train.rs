@@ -21,9 +21,9 @@ fn training_stops_at_the_target_loss_or_at_the_step_cap() {
         fn step(&mut self, _: &mut BookRng) -> Result<(), String> {
             Ok(())
         }
-        fn evaluate(&mut self, _: &mut BookRng) -> f64 {
+        fn evaluate(&mut self, _: &mut BookRng) -> Result<f64, String> {
             self.0 /= 2.0;
-            self.0
+            Ok(self.0)
         }
     }
     let out = train(&mut Halving(1.0), &b, 0, |_, _| {});
@@ -37,9 +37,9 @@ fn training_stops_at_the_target_loss_or_at_the_step_cap() {
         fn step(&mut self, _: &mut BookRng) -> Result<(), String> {
             Ok(())
         }
-        fn evaluate(&mut self, _: &mut BookRng) -> f64 {
+        fn evaluate(&mut self, _: &mut BookRng) -> Result<f64, String> {
             self.0 *= 0.9999;
-            self.0
+            Ok(self.0)
         }
     }
     let short = Budget {
@@ -58,8 +58,8 @@ fn the_stopping_rule_waits_more_than_patience_evaluations() {
         fn step(&mut self, _: &mut BookRng) -> Result<(), String> {
             Ok(())
         }
-        fn evaluate(&mut self, _: &mut BookRng) -> f64 {
-            0.5
+        fn evaluate(&mut self, _: &mut BookRng) -> Result<f64, String> {
+            Ok(0.5)
         }
     }
     let b = Budget::paper();
