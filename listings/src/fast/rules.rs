@@ -12,88 +12,107 @@ use ndarray::{
     CowArray, Ix2, Zip, s,
 };
 
-/// The checked inputs at f32: q and k (unit rows for the delta rules,
-/// else borrowed), v, and the rule's coefficients ln α: (N, p) for the
-/// rules with a gate per feature, else (N, 1), β, ω: (N), rounded.
-type Prepared<'a> = (
-    CowArray<'a, f32, Ix2>,
-    CowArray<'a, f32, Ix2>,
-    Array2<f32>,
-    Array1<f32>,
-    Array1<f32>,
-);
-
-/// Whether the rule has a gate per token and feature (else one per token).
-fn per_feature(rule: &Rule) -> bool {
-    matches!(rule, Rule::DiagonalGates(_) | Rule::Kda { .. })
+/// A rule's gates as the f32 forms take them.
+enum Gates<'a> {
+    /// One gate per token: ln α at f32, (N, 1).
+    PerToken(Array2<f32>),
+    /// A gate per token and feature: α itself, (N, p), whose logarithms
+    /// each form takes where it needs them (the chunkwise form a chunk at
+    /// a time, so that no (N, p) copy is made).
+    PerFeature(&'a Array2<f64>),
 }
 
+impl Gates<'_> {
+    /// ln α at f32 for the rows `at`: (rows, p) or (rows, 1).
+    fn logs(&self, at: std::ops::Range<usize>) -> CowArray<'_, f32, Ix2> {
+        match self {
+            Gates::PerToken(l) => CowArray::from(l.slice(s![at, ..])),
+            Gates::PerFeature(a) => CowArray::from(lns(&a.slice(s![at, ..]))),
+        }
+    }
+}
+
+/// The checked coefficients at f32: the gates, β and ω, (N), rounded.
+type Coefficients<'a> = (Gates<'a>, Array1<f32>, Array1<f32>);
+
+/// Check q, k, v and the rule's coefficients, and round them to f32.
 fn prepare_f32<'a>(
-    rule: &Rule,
-    q: &'a ArrayRef2<f32>,
-    k: &'a ArrayRef2<f32>,
+    rule: &'a Rule,
+    q: &ArrayRef2<f32>,
+    k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
-) -> Result<Prepared<'a>, InputError> {
+) -> Result<Coefficients<'a>, InputError> {
     crate::input::check_qkv(q, k, v, true)?;
     let (n, p) = k.dim();
-    let (log_alpha, beta, omega) = match rule {
-        // A gate per token and feature: the logarithms at f32 (from the
-        // gates rounded to f32, as the recurrence uses them), vectorised.
-        Rule::DiagonalGates(alpha) | Rule::Kda { alpha, .. } => {
-            rule.check(n, p)?;
-            let f = |a: &Array1<f64>| a.mapv(|a| a as f32);
-            let (beta, omega) = match rule {
-                Rule::Kda { beta, .. } => (f(beta), f(beta)),
-                _ => (Array1::zeros(n), Array1::ones(n)),
-            };
-            (lns(alpha), beta, omega)
+    let f = |a: f64| a as f32;
+    if let Rule::DiagonalGates(alpha) | Rule::Kda { alpha, .. } = rule {
+        rule.check(n, p)?;
+        let (beta, omega) = match rule {
+            Rule::Kda { beta, .. } => (beta.mapv(f), beta.mapv(f)),
+            _ => (Array1::zeros(n), Array1::ones(n)),
+        };
+        return Ok((Gates::PerFeature(alpha), beta, omega));
+    }
+    // One gate per token: one column of ln α, not p equal ones; the
+    // coefficients are asked for at width 1, and a shape error names k's
+    // true width.
+    let c = rule.coefficients(n, 1).map_err(|e| match e {
+        InputError::ShapeMismatch { left, right, rule } if left.0 == "k" => {
+            let left = ("k", [n, p]);
+            InputError::ShapeMismatch { left, right, rule }
         }
-        // One gate per token: one column of ln α, not p equal ones; the
-        // coefficients are asked for at width 1, and a shape error names
-        // k's true width.
-        _ => {
-            let c = rule.coefficients(n, 1).map_err(|e| match e {
-                InputError::ShapeMismatch { left, right, rule }
-                    if left.0 == "k" =>
-                {
-                    let left = ("k", [n, p]);
-                    InputError::ShapeMismatch { left, right, rule }
-                }
-                other => other,
-            })?;
-            let f = |a: f64| a as f32;
-            (c.log_alpha.mapv(f), c.beta.mapv(f), c.omega.mapv(f))
-        }
-    };
-    let unit = |name, x: &ArrayRef2<f32>| -> Result<_, InputError> {
-        let mut out = x.as_standard_layout().into_owned();
-        let rows = out.as_slice_mut().expect("standard layout");
-        for (t, row) in rows.chunks_exact_mut(p).enumerate() {
-            // Squares in f64, so that no f32 square overflows; in four
-            // running sums, which vectorise.
-            let mut sums = [0.0f64; 4];
-            let mut quads = row.chunks_exact(4);
-            for x in &mut quads {
-                for l in 0..4 {
-                    sums[l] += f64::from(x[l]) * f64::from(x[l]);
-                }
+        other => other,
+    })?;
+    let log_alpha = Gates::PerToken(c.log_alpha.mapv(f));
+    Ok((log_alpha, c.beta.mapv(f), c.omega.mapv(f)))
+}
+
+/// The rows of `x` scaled to unit length, written into `out` (same
+/// shape); `first` is the row of `x` in the whole input, for the error a
+/// row of length 0 gets. Squares in f64, so that no f32 square overflows,
+/// in four running sums, which vectorise.
+fn unit_rows_into(
+    name: &'static str,
+    x: ArrayView2<f32>,
+    first: usize,
+    mut out: ArrayViewMut2<f32>,
+) -> Result<(), InputError> {
+    for (t, (x, mut o)) in x.rows().into_iter().zip(out.rows_mut()).enumerate()
+    {
+        let x = x.to_slice().expect("a row of a standard-layout array");
+        let o = o.as_slice_mut().expect("a row of a standard-layout array");
+        let mut sums = [0.0f64; 4];
+        let mut quads = x.chunks_exact(4);
+        for x in &mut quads {
+            for l in 0..4 {
+                sums[l] += f64::from(x[l]) * f64::from(x[l]);
             }
-            let rest = quads.remainder().iter().map(|&a| f64::from(a));
-            let len =
-                sums.iter().sum::<f64>() + rest.map(|a| a * a).sum::<f64>();
-            let len = crate::input::normaliser(name, t, len.sqrt())?;
-            let inverse = 1.0 / len; // a product per entry, not a division
-            row.iter_mut()
-                .for_each(|a| *a = (f64::from(*a) * inverse) as f32);
         }
-        Ok(CowArray::from(out))
-    };
-    let (q, k) = if rule.unit_keys() {
-        (unit("the length of q", q)?, unit("the length of k", k)?)
-    } else {
-        (CowArray::from(q.view()), CowArray::from(k.view()))
-    };
-    Ok((q, k, log_alpha, beta, omega))
+        let rest = quads.remainder().iter().map(|&a| f64::from(a));
+        let len = sums.iter().sum::<f64>() + rest.map(|a| a * a).sum::<f64>();
+        let len = crate::input::normaliser(name, first + t, len.sqrt())?;
+        let inverse = 1.0 / len; // a product per entry, not a division
+        o.iter_mut()
+            .zip(x)
+            .for_each(|(o, &a)| *o = (f64::from(a) * inverse) as f32);
+    }
+    Ok(())
+}
+
+/// q and k as the rule uses them: unit rows for the delta rules (a new
+/// array), else borrowed, in standard layout.
+fn keys_f32<'a>(
+    rule: &Rule,
+    x: &'a ArrayRef2<f32>,
+    name: &'static str,
+) -> Result<CowArray<'a, f32, Ix2>, InputError> {
+    let x = x.as_standard_layout();
+    if !rule.unit_keys() {
+        return Ok(x);
+    }
+    let mut out = Array2::zeros(x.raw_dim());
+    unit_rows_into(name, x.view(), 0, out.view_mut())?;
+    Ok(CowArray::from(out))
 }
 
 /// Any rule of the family at f32, token by token: W: (m, p) row by row,
@@ -106,10 +125,14 @@ pub fn rule_recurrent_f32(
     k: &ArrayRef2<f32>,
     v: &ArrayRef2<f32>,
 ) -> Result<Array2<f32>, InputError> {
-    let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
+    let (gates, beta, omega) = prepare_f32(rule, q, k, v)?;
+    let q = keys_f32(rule, q, "the length of q")?;
+    let k = keys_f32(rule, k, "the length of k")?;
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
-    let width = log_alpha.ncols(); // p, or 1: one gate for every feature
-    let alpha = log_alpha.mapv(f32::exp);
+    // α at f32, from its logarithm as the chunkwise form takes it:
+    // (N, p) for a gate per feature, else (N, 1).
+    let alpha = gates.logs(0..n).mapv(f32::exp);
+    let width = alpha.ncols(); // p, or 1: one gate for every feature
     let [q_all, k_all, v_all] = row_major(&q, &k, v);
     let (q_all, k_all, v_all) = (slice(&q_all), slice(&k_all), slice(&v_all));
     let alpha = alpha.as_slice().expect("a new array");
@@ -170,20 +193,32 @@ pub fn rule_chunkwise_f32(
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
-    let (q, k, log_alpha, beta, omega) = prepare_f32(rule, q, k, v)?;
-    let per_feature = per_feature(rule);
+    let (gates, beta, omega) = prepare_f32(rule, q, k, v)?;
+    let per_feature = matches!(gates, Gates::PerFeature(_));
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
+    let (q, k) = (q.as_standard_layout(), k.as_standard_layout());
+    // The delta rules' unit rows, a chunk at a time into these buffers.
+    let unit = rule.unit_keys();
+    let mut unit_q = Array2::<f32>::zeros((chunk.min(n), p));
+    let mut unit_k = unit_q.clone();
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
     for start in (0..n).step_by(chunk) {
-        let (rows, at) = (
-            s![start..(start + chunk).min(n), ..],
-            s![start..(start + chunk).min(n)],
-        );
+        let end = (start + chunk).min(n);
+        let (rows, at) = (s![start..end, ..], s![start..end]);
+        let (mut qc, mut kc) = (q.slice(rows), k.slice(rows));
+        if unit {
+            let mut uq = unit_q.slice_mut(s![..end - start, ..]);
+            unit_rows_into("the length of q", qc, start, uq.view_mut())?;
+            let mut uk = unit_k.slice_mut(s![..end - start, ..]);
+            unit_rows_into("the length of k", kc, start, uk.view_mut())?;
+            qc = unit_q.slice(s![..end - start, ..]);
+            kc = unit_k.slice(s![..end - start, ..]);
+        }
         chunk_f32(
             &mut w,
-            [q.slice(rows), k.slice(rows), v.slice(rows)],
-            log_alpha.slice(rows),
+            [qc, kc, v.slice(rows)],
+            gates.logs(start..end).view(),
             [beta.slice(at), omega.slice(at)],
             per_feature,
             y.slice_mut(rows),
@@ -430,6 +465,63 @@ mod tests {
 
     /// Every gated rule with gates log-uniform in [1e-12, 1] (per token,
     /// or per token and feature), write strengths uniform in [0, 1].
+    #[test]
+    fn a_key_or_query_of_length_zero_is_named_at_its_row_in_every_chunk() {
+        // The chunkwise form scales rows to unit length a chunk at a time:
+        // a zero row past the first chunk is still an error at its row.
+        let (n, p, m) = (12, 4, 3);
+        let [q, k, v] = random_qkv(5, n, p, m);
+        let (q, k, v) = (to_f32(&q), to_f32(&k), to_f32(&v));
+        let rules = six_rules(&mut seeded(5), n, p, Some(0.5), Some(0.8));
+        for rule in rules.iter().filter(|r| r.unit_keys()) {
+            for (name, row) in [("the length of q", 9), ("the length of k", 6)]
+            {
+                let (mut q0, mut k0) = (q.clone(), k.clone());
+                let zeroed = if name.ends_with('q') {
+                    &mut q0
+                } else {
+                    &mut k0
+                };
+                zeroed.row_mut(row).fill(0.0);
+                let want = InputError::NonPositive {
+                    name,
+                    at: row,
+                    value: 0.0,
+                };
+                let rec = rule_recurrent_f32(rule, &q0, &k0, &v).unwrap_err();
+                assert_eq!(rec, want, "{}", rule.name());
+                for chunk in [1, 4, 5, 64] {
+                    let got = rule_chunkwise_f32(rule, &q0, &k0, &v, chunk);
+                    assert_eq!(
+                        got.unwrap_err(),
+                        want,
+                        "{} C {chunk}",
+                        rule.name()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f32_rules_read_transposed_inputs_as_their_standard_copies() {
+        let (n, p, m) = (20, 4, 3);
+        let [q, k, v] = random_qkv(6, n, p, m);
+        let (q, k, v) = (to_f32(&q), to_f32(&k), to_f32(&v));
+        let column_major =
+            |x: &Array2<f32>| x.t().as_standard_layout().t().to_owned();
+        let (qt, kt) = (column_major(&q), column_major(&k));
+        assert!(qt.as_slice().is_none(), "not in standard layout");
+        for rule in six_rules(&mut seeded(6), n, p, Some(0.5), Some(0.8)) {
+            let want = rule_chunkwise_f32(&rule, &q, &k, &v, 6).unwrap();
+            let got = rule_chunkwise_f32(&rule, &qt, &kt, &v, 6).unwrap();
+            assert_eq!(got, want, "{}", rule.name());
+            let want = rule_recurrent_f32(&rule, &q, &k, &v).unwrap();
+            let got = rule_recurrent_f32(&rule, &qt, &kt, &v).unwrap();
+            assert_eq!(got, want, "{}", rule.name());
+        }
+    }
+
     fn extreme_rules(seed: u64, n: usize, p: usize) -> Vec<Rule> {
         use crate::after::production::{kda_rule, log_uniform_gates};
         use rand::Rng;
