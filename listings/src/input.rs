@@ -60,6 +60,44 @@ pub enum InputError {
     },
 }
 
+impl InputError {
+    /// The error of a block of rows that starts at row `first` of its
+    /// operand, placed in the whole operand: a row index moves down by
+    /// `first`; an error without a row is unchanged.
+    pub fn rows_from(self, first: usize) -> InputError {
+        use InputError::*;
+        match self {
+            NonFinite { name, at, value } => NonFinite {
+                name,
+                at: [at[0] + first, at[1]],
+                value,
+            },
+            Overflow { name, at, value } => Overflow {
+                name,
+                at: [at[0] + first, at[1]],
+                value,
+            },
+            NonPositive { name, at, value } => NonPositive {
+                name,
+                at: at + first,
+                value,
+            },
+            Outside {
+                name,
+                at,
+                value,
+                allowed,
+            } => Outside {
+                name,
+                at: [at[0] + first, at[1]],
+                value,
+                allowed,
+            },
+            other => other,
+        }
+    }
+}
+
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -481,6 +519,60 @@ pub fn at_least_one(
 mod tests {
     use super::*;
     use ndarray::Array2;
+
+    #[test]
+    fn an_error_of_a_block_of_rows_moves_to_the_rows_of_the_whole() {
+        let (name, value) = ("x", 2.0);
+        let moved = |e: InputError| e.rows_from(10);
+        let non_positive = InputError::NonPositive { name, at: 3, value };
+        let at_13 = InputError::NonPositive {
+            name,
+            at: 13,
+            value,
+        };
+        assert_eq!(moved(non_positive), at_13);
+        let non_finite = InputError::NonFinite {
+            name,
+            at: [3, 1],
+            value,
+        };
+        let at_13_1 = InputError::NonFinite {
+            name,
+            at: [13, 1],
+            value,
+        };
+        assert_eq!(moved(non_finite), at_13_1);
+        let overflow = InputError::Overflow {
+            name,
+            at: [0, 2],
+            value,
+        };
+        let at_10_2 = InputError::Overflow {
+            name,
+            at: [10, 2],
+            value,
+        };
+        assert_eq!(moved(overflow), at_10_2);
+        let allowed = "(0, 1]";
+        let outside = InputError::Outside {
+            name,
+            at: [1, 0],
+            value,
+            allowed,
+        };
+        let at_11 = InputError::Outside {
+            name,
+            at: [11, 0],
+            value,
+            allowed,
+        };
+        assert_eq!(moved(outside), at_11);
+        let empty = InputError::Empty {
+            name,
+            shape: [0, 3],
+        };
+        assert_eq!(moved(empty.clone()), empty);
+    }
 
     #[test]
     fn mismatch_message_names_both_operands_and_shapes() {

@@ -6,7 +6,8 @@
 use super::rules::{SPAN, chunk_f32, solve_lower};
 use super::simd::{axpy_body, dot_lanes, exps, lns};
 use super::{general_mat_mul, row_major, slice};
-use crate::after::production::{Rwkv7, prepare_rwkv7};
+use crate::after::family::unit_rows_checked;
+use crate::after::production::{Rwkv7, check_rwkv7, prepare_rwkv7};
 use crate::after::spectrum::check_delta_product;
 use crate::input::{InputError, check_chunk, finite};
 use ndarray::{Array2, ArrayRef1, ArrayRef2, Axis, s};
@@ -193,23 +194,29 @@ pub fn rwkv7_chunkwise_f32(
     chunk: usize,
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
-    let [removal, zeta, replacement] = rwkv7_f32(q, v, g)?;
-    // ln α from the gates rounded to f32, as the recurrence uses them.
-    let log_alpha = lns(&g.alpha).mapv(f64::from);
-    let erase = &zeta * &removal; // Ě = ζ ⊙ ǩ, every token
+    check_rwkv7(q, v, g)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
     let mut w = Array2::<f32>::zeros((m, p));
     let mut y = Array2::<f32>::zeros((n, m));
+    let f = |x: f64| x as f32;
     for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
         let c = end - start;
         let rows = s![start..end, ..];
         let (qc, vc) = (q.slice(rows), v.slice(rows));
-        let (rc, kc) = (removal.slice(rows), replacement.slice(rows));
-        let ec = erase.slice(rows);
-        let mut lam = log_alpha.slice(rows).to_owned();
+        // The chunk's operands at f32, as the recurrence rounds them: the
+        // unit removal keys Ř, Ě = ζ ⊙ ǩ, K̆; ln α from the gates rounded
+        // to f32.
+        let removal = g.removal.slice(rows);
+        let rc = unit_rows_checked("the length of removal", &removal)
+            .map_err(|e| e.rows_from(start))?
+            .mapv(f);
+        let ec = &g.zeta.slice(rows).mapv(f) * &rc;
+        let kc = g.replacement.slice(rows).mapv(f);
+        let log_alpha = lns(&g.alpha.slice(rows)).mapv(f64::from);
+        let mut lam = log_alpha.clone();
         lam.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
-        let before = &lam - &log_alpha.slice(rows); // λ̄
+        let before = &lam - &log_alpha; // λ̄
         // [R ⊙ Γ̄; Q ⊙ Γ]: (2C, p).
         let mut left = Array2::<f32>::zeros((2 * c, p));
         left.slice_mut(s![..c, ..])
@@ -310,6 +317,28 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_removal_key_of_length_zero_is_named_at_its_row_in_every_chunk() {
+        // The chunkwise form scales the removal keys a chunk at a time: a
+        // zero row past the first chunk is still an error at its row, as
+        // in the recurrence.
+        let (n, p, m) = (12, 4, 3);
+        let [q, _, v] = random_qkv(7, n, p, m);
+        let (q, v) = (to_f32(&q), to_f32(&v));
+        let mut g = random_rwkv7(7, n, p, 0.5);
+        g.removal.row_mut(9).fill(0.0);
+        let want = InputError::NonPositive {
+            name: "the length of removal",
+            at: 9,
+            value: 0.0,
+        };
+        assert_eq!(rwkv7_recurrent_f32(&q, &v, &g).unwrap_err(), want);
+        for chunk in [1, 4, 5, 64] {
+            let got = rwkv7_chunkwise_f32(&q, &v, &g, chunk).unwrap_err();
+            assert_eq!(got, want, "C {chunk}");
         }
     }
 

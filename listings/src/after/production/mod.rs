@@ -92,6 +92,17 @@ pub(crate) fn prepare_rwkv7<T: Entry>(
     v: &ArrayRef2<T>,
     g: &Rwkv7,
 ) -> Result<Array2<f64>, InputError> {
+    check_rwkv7(q, v, g)?;
+    unit_rows_checked("the length of removal", &g.removal)
+}
+
+/// [`prepare_rwkv7`]'s checks, without the unit removal keys (a form that
+/// scales them a chunk at a time checks their lengths as it goes).
+pub(crate) fn check_rwkv7<T: Entry>(
+    q: &ArrayRef2<T>,
+    v: &ArrayRef2<T>,
+    g: &Rwkv7,
+) -> Result<(), InputError> {
     nonempty_finite("q", q)?;
     nonempty_finite("v", v)?;
     let (n, p) = q.dim();
@@ -118,8 +129,7 @@ pub(crate) fn prepare_rwkv7<T: Entry>(
         nonempty_finite(name, x)?;
     }
     first_outside("alpha", &g.alpha, |a| a > 0.0 && a <= 1.0, "(0, 1]")?;
-    first_outside("zeta", &g.zeta, |a| (0.0..=1.0).contains(&a), "[0, 1]")?;
-    unit_rows_checked("the length of removal", &g.removal)
+    first_outside("zeta", &g.zeta, |a| (0.0..=1.0).contains(&a), "[0, 1]")
 }
 
 // ANCHOR: rwkv7_recurrent
