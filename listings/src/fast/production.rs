@@ -86,27 +86,34 @@ pub fn delta_product_chunkwise_f32(
     check_delta_product(q, k, v, beta, n_h)?;
     check_chunk(chunk)?;
     let (n, p, m) = (q.nrows(), q.ncols(), v.ncols());
-    let mut reads = Array2::<f32>::zeros((n * n_h, p));
-    for t in 0..n {
-        reads.row_mut(t * n_h + n_h - 1).assign(&q.row(t));
-    }
-    let no_decay = Array2::<f32>::zeros((n * n_h, p));
+    // One chunk's pseudo-tokens at a time: their reads (q at the last of
+    // each token's, zero rows before it), no decay, and their outputs.
+    let pseudo = chunk.min(n) * n_h;
+    let mut reads = Array2::<f32>::zeros((pseudo, p));
+    let no_decay = Array2::<f32>::zeros((pseudo, 1));
+    let mut out = Array2::<f32>::zeros((pseudo, m));
     let mut w = Array2::<f32>::zeros((m, p));
-    let mut y = Array2::<f32>::zeros((n * n_h, m));
+    let mut y = Array2::<f32>::zeros((n, m));
     for start in (0..n).step_by(chunk) {
         let end = (start + chunk).min(n);
-        let rows = s![start * n_h..end * n_h, ..];
-        let at = s![start * n_h..end * n_h];
+        let len = (end - start) * n_h;
+        let (rows, at) =
+            (s![start * n_h..end * n_h, ..], s![start * n_h..end * n_h]);
+        for t in start..end {
+            reads.row_mut((t - start) * n_h + n_h - 1).assign(&q.row(t));
+        }
         chunk_f32(
             &mut w,
-            [reads.slice(rows), k.slice(rows), v.slice(rows)],
-            no_decay.slice(rows),
+            [reads.slice(s![..len, ..]), k.slice(rows), v.slice(rows)],
+            no_decay.slice(s![..len, ..]),
             [beta.slice(at), beta.slice(at)],
             false,
-            y.slice_mut(rows),
+            out.slice_mut(s![..len, ..]),
         );
+        y.slice_mut(s![start..end, ..])
+            .assign(&out.slice(s![n_h - 1..len;n_h, ..]));
     }
-    finite("Y", y.slice(s![n_h - 1..;n_h, ..]).to_owned())
+    finite("Y", y)
 }
 
 /// RWKV-7's inputs at f32: the checked unit removal keys, ζ, k̆.
