@@ -13,7 +13,7 @@
 //! cross-entropy of the right value, summed over the queries.
 
 use crate::after::recall::task::{Sequence, Task, Token};
-use crate::input::{InputError, weights_fit};
+use crate::input::{InputError, at_least_one, weights_fit};
 use crate::linalg::{axpy, dot};
 use crate::paper::retrieval::adam::Weights;
 use crate::paper::retrieval::model::sigmoid;
@@ -426,13 +426,7 @@ fn check_weights<F: Float>(
             rule: "the one-layer model mixes with a rule or full softmax",
         });
     }
-    if d == 0 {
-        return Err(InputError::BadParameter {
-            name: "d",
-            value: 0,
-            rule: "a width of at least one",
-        });
-    }
+    at_least_one("d", d, "a width of at least one")?;
     let names = ["Q", "K", "V", "G", "g", "O", "o"];
     weights_fit(
         &params.slices(),

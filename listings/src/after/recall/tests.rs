@@ -260,6 +260,10 @@ fn bad_weights_and_sequences_are_errors_never_a_panic_or_a_nan() {
             let r =
                 run_sequence(mixer, wide, &p, &seq, None, &mut Work::default());
             assert!(said(r).contains("shape mismatch"));
+            let flat = Shape { d: 0, ..shape };
+            let r =
+                run_sequence(mixer, flat, &p, &seq, None, &mut Work::default());
+            assert!(said(r).contains("d is 0"), "{mixer:?}");
         }
     }
 }
