@@ -522,56 +522,39 @@ mod tests {
 
     #[test]
     fn an_error_of_a_block_of_rows_moves_to_the_rows_of_the_whole() {
-        let (name, value) = ("x", 2.0);
-        let moved = |e: InputError| e.rows_from(10);
-        let non_positive = InputError::NonPositive { name, at: 3, value };
-        let at_13 = InputError::NonPositive {
+        use InputError::*;
+        let (name, value, allowed) = ("x", 2.0, "(0, 1]");
+        let non_positive = |at| NonPositive { name, at, value };
+        let non_finite = |i| NonFinite {
             name,
-            at: 13,
+            at: [i, 1],
             value,
         };
-        assert_eq!(moved(non_positive), at_13);
-        let non_finite = InputError::NonFinite {
+        let overflow = |i| Overflow {
             name,
-            at: [3, 1],
+            at: [i, 2],
             value,
         };
-        let at_13_1 = InputError::NonFinite {
+        let outside = |i| Outside {
             name,
-            at: [13, 1],
-            value,
-        };
-        assert_eq!(moved(non_finite), at_13_1);
-        let overflow = InputError::Overflow {
-            name,
-            at: [0, 2],
-            value,
-        };
-        let at_10_2 = InputError::Overflow {
-            name,
-            at: [10, 2],
-            value,
-        };
-        assert_eq!(moved(overflow), at_10_2);
-        let allowed = "(0, 1]";
-        let outside = InputError::Outside {
-            name,
-            at: [1, 0],
+            at: [i, 0],
             value,
             allowed,
         };
-        let at_11 = InputError::Outside {
-            name,
-            at: [11, 0],
-            value,
-            allowed,
-        };
-        assert_eq!(moved(outside), at_11);
-        let empty = InputError::Empty {
+        let empty = Empty {
             name,
             shape: [0, 3],
         };
-        assert_eq!(moved(empty.clone()), empty);
+        let cases = [
+            (non_positive(3), non_positive(13)),
+            (non_finite(3), non_finite(13)),
+            (overflow(0), overflow(10)),
+            (outside(1), outside(11)),
+            (empty.clone(), empty),
+        ];
+        for (in_block, in_whole) in cases {
+            assert_eq!(in_block.rows_from(10), in_whole);
+        }
     }
 
     #[test]
