@@ -231,7 +231,10 @@ pub fn nonempty_finite<T: Entry>(
 /// its memory (it vectorises), so that a check looks for the position of
 /// a failing entry only when there is one to report; false when `x` is
 /// not contiguous in memory (then the caller's own search decides).
-fn all_pass<T: Entry>(x: &ArrayRef2<T>, ok: impl Fn(T) -> bool) -> bool {
+pub(crate) fn all_pass<T: Entry>(
+    x: &ArrayRef2<T>,
+    ok: impl Fn(T) -> bool,
+) -> bool {
     x.as_slice_memory_order().is_some_and(|x| none_fail(x, ok))
 }
 

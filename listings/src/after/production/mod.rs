@@ -15,8 +15,8 @@ use crate::after::family::{
 };
 use crate::after::spectrum::check_delta_product;
 use crate::input::{
-    Entry, InputError, check_chunk, check_write, finite, first_outside,
-    nonempty_finite,
+    Entry, InputError, all_pass, check_chunk, check_write, finite,
+    first_outside, nonempty_finite,
 };
 use crate::m3::attention::unit_rows;
 use crate::m3::fast_weight_memory::fast_weight_write;
@@ -113,12 +113,21 @@ pub(crate) fn check_rwkv7<T: Entry>(
             rule: "one value per query",
         });
     }
-    for (name, x) in [
+    // A range holds only for finite entries: a gate operand whose one
+    // pass over its range succeeds needs no pass for finiteness. When a
+    // range fails, every check runs as below, so the error is the same.
+    let alpha_ok = |a: f64| a > 0.0 && a <= 1.0;
+    let zeta_ok = |a: f64| (0.0..=1.0).contains(&a);
+    let in_range = [all_pass(&g.alpha, alpha_ok), all_pass(&g.zeta, zeta_ok)];
+    for (i, (name, x)) in [
         ("alpha", &g.alpha),
         ("zeta", &g.zeta),
         ("removal", &g.removal),
         ("replacement", &g.replacement),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         if x.dim() != (n, p) {
             return Err(InputError::ShapeMismatch {
                 left: ("q", [n, p]),
@@ -126,10 +135,17 @@ pub(crate) fn check_rwkv7<T: Entry>(
                 rule: "one row per token, one entry per feature",
             });
         }
-        nonempty_finite(name, x)?;
+        if !in_range.get(i).copied().unwrap_or(false) {
+            nonempty_finite(name, x)?;
+        }
     }
-    first_outside("alpha", &g.alpha, |a| a > 0.0 && a <= 1.0, "(0, 1]")?;
-    first_outside("zeta", &g.zeta, |a| (0.0..=1.0).contains(&a), "[0, 1]")
+    if !in_range[0] {
+        first_outside("alpha", &g.alpha, alpha_ok, "(0, 1]")?;
+    }
+    if !in_range[1] {
+        first_outside("zeta", &g.zeta, zeta_ok, "[0, 1]")?;
+    }
+    Ok(())
 }
 
 // ANCHOR: rwkv7_recurrent

@@ -281,11 +281,41 @@ fn rwkv7s_bad_inputs_are_refused_with_their_name() {
             "replacement",
         ),
     ];
+    // A NaN gate is named as not finite, not as outside its range, and
+    // before a later operand's fault (here a zero removal row).
+    let nan_at = |a: &Array2<f64>| {
+        let mut a = a.clone();
+        a[[1, 2]] = f64::NAN;
+        a
+    };
+    let mut zero_removal = good.removal.clone();
+    zero_removal.row_mut(4).fill(0.0);
+    let nan_gates = [
+        Rwkv7 {
+            alpha: nan_at(&good.alpha),
+            removal: zero_removal.clone(),
+            ..good.clone()
+        },
+        Rwkv7 {
+            zeta: nan_at(&good.zeta),
+            removal: zero_removal,
+            ..good.clone()
+        },
+    ];
+    let cases = cases
+        .into_iter()
+        .chain(nan_gates.into_iter().zip(["NaN in alpha", "NaN in zeta"]));
+    let (q32, v32) = (q.mapv(|x| x as f32), v.mapv(|x| x as f32));
+    use crate::fast::production::{rwkv7_chunkwise_f32, rwkv7_recurrent_f32};
     for (g, name) in cases {
         let msg = rwkv7_recurrent(&q, &v, &g).err().unwrap().to_string();
         assert!(msg.contains(name), "{name}: {msg}");
         let err = rwkv7_chunkwise(&q, &v, &g, 2).err().unwrap();
         assert_eq!(err.to_string(), msg);
+        let err = rwkv7_recurrent_f32(&q32, &v32, &g).err().unwrap();
+        assert_eq!(err.to_string(), msg, "f32 recurrence");
+        let err = rwkv7_chunkwise_f32(&q32, &v32, &g, 2).err().unwrap();
+        assert_eq!(err.to_string(), msg, "f32 chunks");
     }
     let short_v = v.slice(s![..5, ..]).to_owned();
     let msg = rwkv7_recurrent(&q, &short_v, &good).err().unwrap();
