@@ -107,7 +107,6 @@ pub fn delta_product_chunkwise_f32(
             [reads.slice(s![..len, ..]), k.slice(rows), v.slice(rows)],
             no_decay.slice(s![..len, ..]),
             [beta.slice(at), beta.slice(at)],
-            false,
             out.slice_mut(s![..len, ..]),
         );
         y.slice_mut(s![start..end, ..])

@@ -194,7 +194,6 @@ pub fn rule_chunkwise_f32(
 ) -> Result<Array2<f32>, InputError> {
     check_chunk(chunk)?;
     let (gates, beta, omega) = prepare_f32(rule, q, k, v)?;
-    let per_feature = matches!(gates, Gates::PerFeature(_));
     let (n, p, m) = (k.nrows(), k.ncols(), v.ncols());
     let (q, k) = (q.as_standard_layout(), k.as_standard_layout());
     // The delta rules' unit rows, a chunk at a time into these buffers.
@@ -220,7 +219,6 @@ pub fn rule_chunkwise_f32(
             [qc, kc, v.slice(rows)],
             gates.logs(start..end).view(),
             [beta.slice(at), omega.slice(at)],
-            per_feature,
             y.slice_mut(rows),
         );
     }
@@ -249,8 +247,8 @@ fn exp_f32(x: f64) -> f32 {
 /// One chunk of any rule of the family at f32, from the memory W before
 /// it, as `after::family::rule_chunk` computes it: writes the chunk's
 /// reads into `yc` and carries W to the chunk's end. [q, k, v] and
-/// log_alpha: (C, p) (v: (C, m)), [β, ω]: (C); with `per_feature` false,
-/// the gates of a token are all its first column's.
+/// log_alpha: (C, p), or (C, 1) when a token's gates are all one (v:
+/// (C, m)), [β, ω]: (C).
 ///
 /// The decayed scores e^(g_i − g_j) (q_i or k_i) · k_j are matrix
 /// products: with g_r the running log-gate sum at a reference token r
@@ -265,17 +263,15 @@ pub(super) fn chunk_f32(
     [qc, kc, vc]: [ArrayView2<f32>; 3],
     log_alpha: ArrayView2<f32>,
     [b, om]: [ArrayView1<f32>; 2],
-    per_feature: bool,
     mut yc: ArrayViewMut2<f32>,
 ) {
     let (c, p, m) = (kc.nrows(), kc.ncols(), vc.ncols());
-    let width = if per_feature { p } else { 1 };
     // The running sums of log-gates stay in f64: at f32 a sum near
     // −10⁴ keeps only three decimals, and exp of a difference of two
     // such sums would lose what the gates between them say.
-    let mut g = log_alpha.slice(s![.., ..width]).mapv(f64::from);
+    let mut g = log_alpha.mapv(f64::from); // (C, p) or (C, 1)
     g.accumulate_axis_inplace(Axis(0), |&before, now| *now += before);
-    let gamma = exps(&g, 1.0); // Γ = e^G, (C, width), 0 past f32's range
+    let gamma = exps(&g, 1.0); // Γ = e^G, as wide as G, 0 past f32's range
     let mut kq = Array2::<f32>::zeros((2 * c, p)); // [Γ ⊙ K; Γ ⊙ Q]
     scale_rows(kq.slice_mut(s![..c, ..]), kc, &gamma);
     scale_rows(kq.slice_mut(s![c.., ..]), qc, &gamma);
