@@ -11,7 +11,7 @@ use listings::appendix::speed::committed::{
     CrossoverData, DecodeTable, Family, Measured, Phase,
 };
 use listings::fast::{
-    KvCacheF32, LinearStateF32, linear_attention_chunkwise_f32,
+    KvCacheF32, LinearStateF32, Path, linear_attention_chunkwise_f32,
     linear_attention_recurrent_f32, random_inputs,
     softmax_attention_causal_f32, softmax_attention_tiled_f32, to_f32,
 };
@@ -48,7 +48,12 @@ pub fn measure(command: &str) -> CrossoverData {
     }
     let machine = Machine::now();
     CrossoverData {
-        machine: format!("{} ({} cores)", machine.cpu, machine.cores),
+        machine: format!(
+            "{} ({} cores; f32 forms on {})",
+            machine.cpu,
+            machine.cores,
+            Path::detect().name()
+        ),
         date: machine.date,
         command: command.to_string(),
         rows,

@@ -249,25 +249,26 @@ fn the_committed_bench_times_every_form_it_does_not_skip() {
 }
 
 #[test]
-fn in_the_committed_bench_the_recurrence_finishes_before_the_chunkwise_form() {
-    // At both widths and every length; and at the width the book
-    // prints, d = 64, it runs at no smaller a share of the ceiling at
-    // the longest length. A claim about the committed run (a reader's
-    // `cargo xtask bench` writes to target/ and leaves this file alone),
-    // and with a margin of 5%, so that a run where the two forms tie
-    // within the noise of a timing is not committed as a win.
+fn in_the_committed_bench_the_recurrence_finishes_first_at_d_32_and_ties_at_d_64()
+ {
+    // At d = 32, at every length, with a margin of 5%, so that a run
+    // where the two forms tie within the noise of a timing is not
+    // committed as a win. At d = 64 neither form is more than 1.15×
+    // faster than the other at any length, and the chunkwise form is
+    // ahead at the shortest. A claim about the committed run (a reader's
+    // `cargo xtask bench` writes to target/ and leaves this file alone).
     const MARGIN: f64 = 1.05;
+    const TIE: f64 = 1.15;
     let data = BenchTable::committed();
-    for d in [64, 32] {
-        for n in [256, 1024, 4096, 16384] {
-            let time = |form| data.median(form, d, n).expect("timed");
-            let (rec, chunk) = (time("recurrent"), time("chunkwise"));
-            assert!(rec * MARGIN < chunk, "d {d}, N {n}: {rec} {chunk}");
-        }
+    let time = |form, d, n| data.median(form, d, n).expect("timed");
+    for n in [256, 1024, 4096, 16384] {
+        let (rec, chunk) = (time("recurrent", 32, n), time("chunkwise", 32, n));
+        assert!(rec * MARGIN < chunk, "d 32, N {n}: {rec} {chunk}");
+        let (rec, chunk) = (time("recurrent", 64, n), time("chunkwise", 64, n));
+        let apart = (rec / chunk).max(chunk / rec);
+        assert!(apart < TIE, "d 64, N {n}: {rec} {chunk}");
     }
-    let rate = |form| data.gflops(form, 64, 16384).expect("timed");
-    let (rec, chunk) = (rate("recurrent"), rate("chunkwise"));
-    assert!(rec >= chunk * MARGIN, "{rec} and {chunk} GFLOP/s");
+    assert!(time("chunkwise", 64, 256) < time("recurrent", 64, 256));
 }
 
 #[test]
@@ -454,14 +455,16 @@ fn the_kv_cache_grows_with_every_token_and_the_state_does_not() {
 #[test]
 fn linear_attention_wins_from_a_crossover_length_by_a_growing_margin() {
     // In the recorded run, for both widths and both phases, the time
-    // ratio crosses 1 inside the lengths measured, and linear attention
-    // stays the faster family at every longer length.
+    // ratio crosses 1 inside the lengths measured or linear attention is
+    // already faster at the shortest (a crossover below it), and linear
+    // attention stays the faster family at every longer length.
     let data = CrossoverData::committed();
     for d in data.widths() {
         for phase in [Phase::Prefill, Phase::Decode] {
-            let at = data.crossover(phase, d);
-            let Crossover::At(n) = at else {
-                panic!("{phase:?}, d = {d}: {at:?}");
+            let n = match data.crossover(phase, d) {
+                Crossover::At(n) => n,
+                Crossover::Below(_) => 0.0,
+                above => panic!("{phase:?}, d = {d}: {above:?}"),
             };
             let soft = data.best(phase, Family::Softmax, d);
             let linear = data.best(phase, Family::Linear, d);
