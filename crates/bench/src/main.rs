@@ -19,6 +19,7 @@ mod forms;
 mod gemm;
 mod json;
 mod paths;
+mod softmax_bound;
 mod targets;
 mod threads;
 mod timing;
@@ -113,6 +114,7 @@ fn main() {
     println!("{}", after::render_rule_targets(&rules));
     let targets = targets(&rows, ceiling, &allocations);
     println!("{targets}");
+    print_softmax_bound(&rows, ceiling);
     println!("{}", render_scaling(&scaling));
     println!("{}", render_trainer(&trainer, ceiling));
     println!(
@@ -151,6 +153,16 @@ fn main() {
     );
 }
 
+/// The tiled softmax's two products timed alone at the targets' size, and
+/// the bound they set (`softmax_bound`).
+fn print_softmax_bound(rows: &[forms::Row], ceiling: f64) {
+    let (d, n) = targets::AT;
+    let products = softmax_bound::time_products(d, n);
+    if let Some(bound) = softmax_bound::bound(rows, &products, ceiling) {
+        println!("{bound}");
+    }
+}
+
 /// `cargo xtask bench crossover`: the softmax targets, the decode table and
 /// the crossover lengths only; the committed file rewritten if `commit`.
 fn softmax_baseline(
@@ -173,6 +185,7 @@ fn softmax_baseline(
     );
     println!("{}", render_table(&rows, ceiling));
     println!("{}", targets(&rows, ceiling, &[]));
+    print_softmax_bound(&rows, ceiling);
     println!("{}", crossover::render(&data));
     println!(
         "wrote {}",

@@ -31,7 +31,8 @@ dispatched! {
         max: &mut [f32],
         denominator: &mut [f32],
         out: &mut [f32],
-    ) = online_softmax_rows::<true>, else online_softmax_rows::<false>;
+    ) -> Result<(), (usize, usize, f32)>
+        = online_softmax_rows::<true>, else online_softmax_rows::<false>;
 }
 
 // ANCHOR: online_softmax_rows
@@ -41,8 +42,10 @@ dispatched! {
 /// `diagonal` + i + 1: they become 2^(s − μ'), the rest 0; its running
 /// maximum μ becomes μ', its denominator ℓ becomes
 /// 2^(μ − μ') ℓ + Σ 2^(s − μ'), and its row of the unnormalised output
-/// `out` (rows of m floats) is multiplied by 2^(μ − μ'). FMA: fuse the
-/// multiply–adds of the exponential (only where the CPU has FMA).
+/// `out` (rows of m floats) is multiplied by 2^(μ − μ'). A score query i
+/// sees that is not finite (a product that overflowed f32) stops it:
+/// Err((i, j, s_ij)) for the first in its row. FMA: fuse the multiply–adds
+/// of the exponential (only where the CPU has FMA).
 #[inline(always)]
 pub fn online_softmax_rows<const FMA: bool>(
     p: &mut [f32],
@@ -52,38 +55,52 @@ pub fn online_softmax_rows<const FMA: bool>(
     max: &mut [f32],
     denominator: &mut [f32],
     out: &mut [f32],
-) {
+) -> Result<(), (usize, usize, f32)> {
     let m = out.len() / max.len();
     let rows = p.chunks_exact_mut(stride).zip(out.chunks_exact_mut(m));
     for (i, (p_i, out_i)) in rows.enumerate() {
         let visible = (diagonal + i + 1).min(columns);
         let (seen, future) = p_i[..columns].split_at_mut(visible);
+        let (largest, finite) = largest_and_finite(seen);
+        if !finite {
+            let j = seen.iter().position(|x| !x.is_finite()).unwrap_or(0);
+            return Err((i, j, seen[j]));
+        }
         future.fill(0.0); // the future gets weight 0
-        let new_max = largest(seen).max(max[i]);
+        let new_max = largest.max(max[i]);
         let rescale = exp2::<FMA>(max[i] - new_max); // 2^(−126) at first
         let total = exp2_minus_sum::<FMA>(seen, new_max);
         denominator[i] = denominator[i] * rescale + total;
         out_i.iter_mut().for_each(|o| *o *= rescale);
         max[i] = new_max;
     }
+    Ok(())
 }
 
-/// The largest entry, `LANES` (16) lanes at a time.
+/// The largest entry, `LANES` (16) lanes at a time, and whether every
+/// entry is finite, in the same pass: the bits of |x| as an integer are
+/// below those of +∞ exactly when x is finite (NaN's are above).
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // index loops over lanes vectorise
-pub fn largest(x: &[f32]) -> f32 {
+pub fn largest_and_finite(x: &[f32]) -> (f32, bool) {
+    const ABS: u32 = 0x7fff_ffff; // every bit but the sign
     let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut widest = [0u32; LANES]; // the largest |x| seen, as bits
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
         for l in 0..LANES {
             lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
+            widest[l] = widest[l].max(c[l].to_bits() & ABS);
         }
     }
-    let rest = chunks.remainder().iter();
-    lanes
+    let rest = chunks.remainder();
+    let widest = rest.iter().map(|x| x.to_bits() & ABS).chain(widest);
+    let finite = widest.max().unwrap_or(0) < f32::INFINITY.to_bits();
+    let largest = lanes
         .iter()
         .chain(rest)
-        .fold(f32::NEG_INFINITY, |a, &b| a.max(b))
+        .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    (largest, finite)
 }
 
 /// x ← 2^(x − μ) for every entry (all x ≤ μ), and their sum, `LANES`
@@ -137,6 +154,13 @@ pub fn exp2<const FMA: bool>(x: f32) -> f32 {
 }
 // ANCHOR_END: online_softmax_rows
 
+/// The largest entry of finite scores (the decode steps check them
+/// first): [`largest_and_finite`]'s maximum.
+#[inline(always)]
+pub fn largest(x: &[f32]) -> f32 {
+    largest_and_finite(x).0
+}
+
 // ANCHOR: softmax_attention_tiled_f32
 /// `softmax_attention_tiled` at f32, for speed: blocks of `QUERY_BLOCK`
 /// queries × `KEY_BLOCK` keys at or below the diagonal, the scores
@@ -186,13 +210,6 @@ pub fn softmax_attention_blocks_f32(
             general_mat_mul(1.0, &q_b, &k_b.t(), 0.0, &mut p); // scores
             let out = &mut o.as_slice_mut().expect("new")[start * m..][..r * m];
             let p = &mut scores.as_slice_mut().expect("new")[..r * stride];
-            if let Some((i, j, x)) = overflow(p, stride, cols.len()) {
-                return Err(InputError::Overflow {
-                    name: "the scores Q Kᵀ log₂e / √d",
-                    at: [start + i, first + j],
-                    value: f64::from(x),
-                });
-            }
             online_softmax_rows_wide(
                 p,
                 stride,
@@ -201,7 +218,12 @@ pub fn softmax_attention_blocks_f32(
                 &mut max[..r],
                 &mut denominator[..r],
                 out,
-            );
+            )
+            .map_err(|(i, j, x)| InputError::Overflow {
+                name: "the scores Q Kᵀ log₂e / √d",
+                at: [start + i, first + j],
+                value: f64::from(x),
+            })?;
             let p = scores.slice(s![..r, ..cols.len()]);
             let mut out = o.slice_mut(s![rows.clone(), ..]);
             general_mat_mul(1.0, &p, &v.slice(s![cols, ..]), 1.0, &mut out);
@@ -214,23 +236,3 @@ pub fn softmax_attention_blocks_f32(
     finite("O", o)
 }
 // ANCHOR_END: softmax_attention_tiled_f32
-
-/// The first score that is not finite (a product that overflowed f32), as
-/// (row, column, value), in rows of `stride` floats whose first `columns`
-/// are this block's; the rest hold finite numbers from earlier blocks, so
-/// one branch-free pass over all of them (it vectorises) finds whether
-/// there is one, and a search runs only then.
-fn overflow(
-    p: &[f32],
-    stride: usize,
-    columns: usize,
-) -> Option<(usize, usize, f32)> {
-    if crate::input::none_fail(p, |x: f32| x.is_finite()) {
-        return None;
-    }
-    let rows = p.chunks(stride).map(|row| &row[..columns]).enumerate();
-    rows.into_iter().find_map(|(i, row)| {
-        let j = row.iter().position(|x| !x.is_finite())?;
-        Some((i, j, row[j]))
-    })
-}

@@ -546,3 +546,61 @@ fn the_vectorised_exp2_is_accurate_to_f32() {
     }
     assert!(exp2::<false>(-1e30) <= 1.2e-38);
 }
+
+#[test]
+fn the_largest_score_pass_finds_every_score_that_is_not_finite() {
+    use super::softmax::largest_and_finite;
+    // NaN, +∞ and −∞ at every position of 37 entries (two full vectors of
+    // 16 and a remainder of 5): flagged; the largest and smallest finite
+    // f32, subnormals and −0 are not.
+    let base: Vec<f32> = (0..37).map(|j| (j as f32 - 18.0) * 1e30).collect();
+    let (largest, finite) = largest_and_finite(&base);
+    assert!(finite && largest == 18.0 * 1e30);
+    let edges = [f32::MAX, f32::MIN, f32::MIN_POSITIVE / 2.0, -0.0];
+    for j in 0..base.len() {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut x = base.clone();
+            x[j] = bad;
+            assert!(!largest_and_finite(&x).1, "{bad} at {j}");
+        }
+        for edge in edges {
+            let mut x = base.clone();
+            x[j] = edge;
+            let (largest, finite) = largest_and_finite(&x);
+            assert!(finite, "{edge} at {j}");
+            assert_eq!(largest, x.iter().copied().fold(f32::MIN, f32::max));
+        }
+    }
+}
+
+#[test]
+fn the_tiled_f32_form_names_the_score_that_overflows_and_ignores_the_future() {
+    // Query 9 and key 4 scaled by 1e20: their score overflows f32 and
+    // query 9 sees key 4, so every block size names (9, 4). Key 30 in
+    // its place is in query 9's future: the overflowing score is masked,
+    // and the answer is the f64 one.
+    use crate::m3::attention::{Mask, softmax_attention};
+    let mut rng = seeded(11);
+    let [q, k, v] = [8, 8, 4].map(|w| randn(&mut rng, 40, w));
+    for (key, sees) in [(4, true), (30, false)] {
+        let (mut q, mut k) = (q.clone(), k.clone());
+        q.row_mut(9).mapv_inplace(|x| x.signum() * 1e20);
+        k.row_mut(key).assign(&q.row(9));
+        let [q32, k32, v32] = [&q, &k, &v].map(|a| to_f32(a));
+        let want = softmax_attention(&q, &k, &v, Mask::Causal).unwrap().output;
+        for (queries, keys) in [(1, 1), (4, 8), (8, 8), (16, 32), (256, 512)] {
+            let got =
+                softmax_attention_blocks_f32(&q32, &k32, &v32, queries, keys);
+            match (sees, got) {
+                (true, Err(InputError::Overflow { at, .. })) => {
+                    assert_eq!(at, [9, key], "{queries} × {keys}");
+                }
+                (false, Ok(o)) => {
+                    let e = gap(&o, &want);
+                    assert!(e < 1e-4, "{queries} × {keys}: {e}");
+                }
+                (_, other) => panic!("{queries} × {keys}: {other:?}"),
+            }
+        }
+    }
+}
