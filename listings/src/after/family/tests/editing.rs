@@ -245,7 +245,8 @@ fn the_fading_signal_is_the_first_associations_share_of_the_memory() {
     // The whole recurrence, with and without the first token's value:
     // the difference of the two memories, read at k₁ and against v₁, is
     // the fading signal, after every later token (each rule's A_t does
-    // not depend on the memory).
+    // not depend on the memory), as a share of the first write ω₁ v₁ k₁ᵀ:
+    // the rules write with strength 1 and, a second time, 0.4.
     for seed in 0..4 {
         for (d, m, len) in [(4, 3, 12), (16, 4, 40)] {
             let mut rng = seeded(seed);
@@ -254,11 +255,13 @@ fn the_fading_signal_is_the_first_associations_share_of_the_memory() {
             let q = Array2::from_shape_fn((len, d), |(_, j)| k[[0, j]]);
             let mut v0 = v.clone();
             v0.row_mut(0).fill(0.0);
-            for rule in editing_rules(seed, len, d) {
+            let weak = six_rules(&mut seeded(seed), len, d, None, Some(0.4));
+            for rule in editing_rules(seed, len, d).into_iter().chain(weak) {
                 let signal = fading_signal(&rule, len, seed, (d, m));
                 let all = rule_recurrent(&rule, &q, &k, &v).unwrap();
                 let rest = rule_recurrent(&rule, &q, &k, &v0).unwrap();
-                let share = (&all.output - &rest.output).dot(&v.row(0));
+                let omega = rule.coefficients(len, d).unwrap().omega[0];
+                let share = (&all.output - &rest.output).dot(&v.row(0)) / omega;
                 for (s, (&x, &want)) in signal.iter().zip(&share).enumerate() {
                     assert!((x - want).abs() < 1e-12, "{} s {s}", rule.name());
                 }
