@@ -389,6 +389,15 @@ fn crossover_interpolates_where_the_time_ratio_crosses_one() {
         panic!("{:?}", crossover(&points));
     };
     assert!((n / 300.0 - 1.0).abs() < 1e-9, "{n}");
+    // Off a power law, only the two lengths around the crossing count:
+    // the ratio l/s is 4, 2, then 1/2, so it crosses one halfway in log N
+    // between N = 2 and N = 4, at 2√2; the line through N = 1 and 2 would
+    // cross at 4.
+    let bent = [(1.0, 1.0, 4.0), (2.0, 1.0, 2.0), (4.0, 2.0, 1.0)];
+    let Crossover::At(n) = crossover(&bent) else {
+        panic!("{:?}", crossover(&bent));
+    };
+    assert!((n / 8f64.sqrt() - 1.0).abs() < 1e-12, "{n}");
     // Linear faster everywhere, or nowhere.
     assert_eq!(crossover(&points[6..]), Crossover::Below(1024.0));
     assert_eq!(crossover(&points[..3]), Crossover::Above(64.0));
