@@ -33,6 +33,36 @@ fn the_delta_layer_with_sum_normalisation_alone_is_the_delta_rule_chapters_layer
 }
 
 #[test]
+fn the_attention_normaliser_divides_each_read_by_the_summed_keys_dot_the_query() {
+    for seed in [4, 5] {
+        let mut rng = seeded(seed);
+        let (n, p, m) = (10, 5, 3);
+        let fq = randn(&mut rng, n, p).mapv(f64::exp);
+        let fk = randn(&mut rng, n, p).mapv(f64::exp);
+        let v = randn(&mut rng, n, m);
+        let beta = Array1::from_elem(n, 0.7);
+        let layer = |attention| {
+            let norms = Norms {
+                sum: true,
+                attention,
+            };
+            delta_layer(&fq, &fk, &v, &beta, norms).unwrap()
+        };
+        let (plain, divided) = (layer(false), layer(true));
+        // z_t sums the sum-normalised keys up to t; q̄_t is normalised too.
+        let unit = |r: ndarray::ArrayView1<f64>| &r / r.sum();
+        let mut z = Array1::<f64>::zeros(p);
+        for t in 0..n {
+            z += &unit(fk.row(t));
+            let den = z.dot(&unit(fq.row(t)));
+            for (a, b) in divided.row(t).iter().zip(plain.row(t)) {
+                assert!((a - b / den).abs() <= 1e-12 * (1.0 + a.abs()));
+            }
+        }
+    }
+}
+
+#[test]
 fn the_committed_study_follows_its_plan() {
     let (comments, records) = committed();
     assert_eq!(records.len(), MIXERS.len() * SEEDS.len());
