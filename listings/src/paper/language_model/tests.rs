@@ -33,7 +33,8 @@ fn the_delta_layer_with_sum_normalisation_alone_is_the_delta_rule_chapters_layer
 }
 
 #[test]
-fn the_attention_normaliser_divides_each_read_by_the_summed_keys_dot_the_query() {
+fn the_attention_normaliser_divides_each_read_by_the_summed_keys_dot_the_query()
+{
     for seed in [4, 5] {
         let mut rng = seeded(seed);
         let (n, p, m) = (10, 5, 3);
