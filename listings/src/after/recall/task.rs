@@ -38,16 +38,16 @@ impl Task {
     /// At least one pair, at most one per key symbol, and at least one
     /// value symbol.
     pub fn check(&self) -> Result<(), InputError> {
-        let rule = match *self {
-            Task { pairs: 0, .. } => "at least one pair",
-            Task { values: 0, .. } => "at least one value symbol",
+        let (name, value, rule) = match *self {
+            Task { pairs: 0, .. } => ("pairs", 0, "at least one pair"),
+            Task { values: 0, .. } => {
+                ("values", 0, "at least one value symbol")
+            }
             Task { keys, pairs, .. } if pairs > keys => {
-                "at most one pair per key symbol"
+                ("pairs", pairs, "at most one pair per key symbol")
             }
             _ => return Ok(()),
         };
-        let value = if self.values == 0 { 0 } else { self.pairs };
-        let name = if self.values == 0 { "values" } else { "pairs" };
         Err(InputError::BadParameter { name, value, rule })
     }
 

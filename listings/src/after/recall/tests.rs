@@ -30,10 +30,20 @@ fn a_task_without_pairs_or_values_or_with_too_few_keys_is_refused() {
         pairs: 4,
     };
     assert!(ok.check().is_ok());
+    // The error names the count at fault, its value and the rule.
+    let none = Task {
+        pairs: 0,
+        values: 0,
+        ..ok
+    };
     for (bad, says) in [
-        (Task { pairs: 0, ..ok }, "at least one pair"),
-        (Task { values: 0, ..ok }, "at least one value"),
-        (Task { pairs: 5, ..ok }, "one pair per key"),
+        (Task { pairs: 0, ..ok }, "pairs is 0 (at least one pair)"),
+        (Task { values: 0, ..ok }, "values is 0 (at least one value"),
+        (
+            Task { pairs: 5, ..ok },
+            "pairs is 5 (at most one pair per key",
+        ),
+        (none, "pairs is 0 (at least one pair)"),
     ] {
         let err = bad.check().expect_err("a bad task").to_string();
         assert!(err.contains(says), "{err}");
