@@ -153,6 +153,41 @@ fn a_window_ignores_every_token_before_its_last_w() {
 }
 
 #[test]
+fn a_windows_reads_are_averages_of_its_values_even_with_scores_in_the_hundreds()
+{
+    let mut rng = seeded(5);
+    let (len, d, w) = (12, 4, 5);
+    for grow in [1.0, 20.0, 40.0] {
+        let mut m = random_rows(&mut rng, len, d);
+        for x in m.q.iter_mut().chain(m.k.iter_mut()) {
+            *x *= grow;
+        }
+        let top = (0..len)
+            .flat_map(|t| (t.saturating_sub(w - 1)..=t).map(move |s| (t, s)))
+            .map(|(t, s)| {
+                let (q, k) = (&m.q[t * d..][..d], &m.k[s * d..][..d]);
+                q.iter().zip(k).map(|(a, b)| a * b).sum::<f64>()
+                    / (d as f64).sqrt()
+            })
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(grow < 40.0 || top > 400.0, "scores reach {top}");
+        reads(&mut m, d, Some(w), 0);
+        // Each coordinate of a read lies between the smallest and the
+        // largest of that coordinate over the window's values.
+        for t in 0..len {
+            for j in 0..d {
+                let seen =
+                    (t.saturating_sub(w - 1)..=t).map(|s| m.v[s * d + j]);
+                let lo = seen.clone().fold(f64::INFINITY, f64::min);
+                let hi = seen.fold(f64::NEG_INFINITY, f64::max);
+                let y = m.y[t * d + j];
+                assert!(lo - 1e-12 <= y && y <= hi + 1e-12, "{t} {j}: {y}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_window_of_no_tokens_is_an_input_error() {
     let seq = SMALL.sample(&mut seeded(1));
     let good = Net::new(Mixer::Window(2), SMALL.vocab, 3);
