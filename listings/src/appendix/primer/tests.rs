@@ -109,6 +109,7 @@ fn jacobi_returns_the_diagonal_of_a_diagonal_matrix() {
         vec![1.0, 2.0, 3.0],
         vec![-4.0, 0.0, 7.5, 1e-9, 2.0],
         vec![5.0, 5.0, 5.0],
+        vec![-2.0, -2.0, -1.0],
     ] {
         let a = Array2::from_diag(&Array1::from(diag.clone()));
         let eig = jacobi_eigen(&a).unwrap();
@@ -145,8 +146,11 @@ fn jacobi_matches_the_closed_form_for_two_by_two() {
 #[test]
 fn jacobi_reconstructs_the_matrix_from_orthonormal_eigenvectors() {
     for seed in 0..10 {
-        for n in [1, 2, 3, 8, 24] {
-            let a = random_symmetric(seed, n);
+        for (n, size) in [1, 2, 3, 8, 24]
+            .into_iter()
+            .zip([1.0, 1e-8, 1e8, 1.0, 1e-8])
+        {
+            let a = random_symmetric(seed, n) * size;
             let eig = jacobi_eigen(&a).unwrap();
             let v = &eig.vectors;
             let back = v.dot(&Array2::from_diag(&eig.values)).dot(&v.t());
@@ -295,6 +299,17 @@ fn lower_effective_rank_gives_larger_sum_rule_recall_error_at_equal_n() {
             }
         }
     }
+}
+
+#[test]
+fn the_overlaps_are_the_cosines_of_every_pair_in_order() {
+    // Two keys: one pair; their lengths do not matter.
+    let o = pairwise_overlaps(&array![[1.0, 0.0], [3.0, 3.0]]).unwrap();
+    assert_relative_eq!(o, array![0.5f64.sqrt()], epsilon = 1e-15);
+    // Three keys: (0, 1), (0, 2), (1, 2), worked by hand.
+    let keys = array![[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]];
+    let o = pairwise_overlaps(&keys).unwrap();
+    assert_relative_eq!(o, array![0.0, 0.6, 0.8], epsilon = 1e-15);
 }
 
 #[test]
