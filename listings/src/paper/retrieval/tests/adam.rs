@@ -49,3 +49,26 @@ fn adam_minimises_a_quadratic() {
         }
     }
 }
+
+#[test]
+fn epsilon_halves_the_first_step_of_a_gradient_as_small_as_epsilon() {
+    // Step one: m̂ = g and √v̂ = |g|, so θ moves by lr · g / (|g| + ε);
+    // at g = ε that is lr / 2, whatever the sign of g.
+    let mut p = params(0);
+    let before = p.clone();
+    let mut g = params(1);
+    for tensor in g.slices_mut() {
+        for (i, x) in tensor.iter_mut().enumerate() {
+            *x = if i % 2 == 0 { 1e-8 } else { -1e-8 };
+        }
+    }
+    let mut adam = Adam::new(&p, 0.01);
+    adam.update(&mut p, &g);
+    for t in 0..7 {
+        for i in 0..p.slices()[t].len() {
+            let moved = before.slices()[t][i] - p.slices()[t][i];
+            let want = 0.005 * g.slices()[t][i].signum();
+            assert!((moved - want).abs() < 1e-9, "{moved} vs {want}");
+        }
+    }
+}
