@@ -12,7 +12,7 @@ use listings::random::seeded;
 
 fn main() {
     // ANCHOR: delta_tour
-    let keys = orthonormal_keys(&mut seeded(0), 2, 4); // k1, k2 in ℝ⁴
+    let keys = orthonormal_keys(&mut seeded(0), 2, 4).unwrap(); // k1, k2 in ℝ⁴
     let (k1, k2) = (keys.row(0), keys.row(1));
     let (v1, v2, v3) = (array![1.0, 0.0], array![0.0, 1.0], array![4.0, 4.0]);
     let mut memory = Array2::zeros((2, 4)); // S: (m, p) = (2, 4)

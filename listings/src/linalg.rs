@@ -2,6 +2,7 @@
 //! between two forms of one output, orthonormal keys, and the dot product
 //! and y += a x over the slices the trained models keep their rows in.
 
+use crate::input::InputError;
 use crate::random::standard_normal;
 use ndarray::{Array1, Array2, ArrayRef1, ArrayRef2, s};
 use rand::Rng;
@@ -36,14 +37,32 @@ pub fn worst_row_relative_difference(
 }
 
 // ANCHOR: orthonormal_keys
-/// n orthonormal keys in ℝ^d as the rows of K: (n, d), so K Kᵀ = I: random
-/// Gaussian vectors made orthogonal one by one (Gram–Schmidt). Only d
-/// orthonormal vectors fit in ℝ^d, so n ≤ d.
-pub fn orthonormal_keys(rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
-    assert!(
-        n <= d,
-        "only d = {d} orthonormal keys fit in ℝ^{d}, not {n}"
-    );
+/// n orthonormal keys in ℝ^d as the rows of K: (n, d), so K Kᵀ = I. Only
+/// d orthonormal vectors fit in ℝ^d: n > d is an error naming n.
+pub fn orthonormal_keys(
+    rng: &mut impl Rng,
+    n: usize,
+    d: usize,
+) -> Result<Array2<f64>, InputError> {
+    if n > d {
+        let rule = "only d orthonormal keys fit in ℝ^d, for keys of width d";
+        return Err(InputError::BadParameter {
+            name: "n",
+            value: n,
+            rule,
+        });
+    }
+    Ok(gram_schmidt(rng, n, d))
+}
+
+/// min(n, d) orthonormal rows in ℝ^d: random Gaussian vectors made
+/// orthogonal one by one (Gram–Schmidt).
+pub(crate) fn gram_schmidt(
+    rng: &mut impl Rng,
+    n: usize,
+    d: usize,
+) -> Array2<f64> {
+    let n = n.min(d);
     let mut keys = Array2::zeros((n, d));
     let mut found = 0;
     while found < n {

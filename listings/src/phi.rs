@@ -4,7 +4,8 @@
 //!
 //! Chapter "Delete the softmax" uses elu+1 (Katharopoulos et al. 2020).
 
-use crate::linalg::orthonormal_keys;
+use crate::input::{InputError, finite};
+use crate::linalg::gram_schmidt;
 use crate::random::standard_normal;
 use ndarray::{
     Array, Array1, Array2, ArrayRef, ArrayRef1, ArrayRef2, Dimension,
@@ -23,12 +24,19 @@ pub fn elu_plus_one<D: Dimension>(x: &ArrayRef<f64, D>) -> Array<f64, D> {
 /// DPFP-ν (Schlag et al. 2021): with x̃ = [relu(x), relu(−x)] ∈ ℝ^{2d},
 /// φ(x) = [x̃ ⊙ roll(x̃, 1), …, x̃ ⊙ roll(x̃, ν)] ∈ ℝ^{2νd}, where
 /// roll(x̃, j)_i = x̃_{(i − j) mod 2d}. Deterministic, non-negative, sparse.
-pub fn dpfp(x: &ArrayRef1<f64>, nu: usize) -> Array1<f64> {
+/// An error if ν is outside 1 ≤ ν < 2d, x is not finite, or a product
+/// overflows.
+pub fn dpfp(x: &ArrayRef1<f64>, nu: usize) -> Result<Array1<f64>, InputError> {
     let d = x.len();
-    assert!(
-        (1..2 * d).contains(&nu),
-        "DPFP-ν needs 1 ≤ ν < 2d, got ν = {nu} for d = {d}"
-    );
+    if !(1..2 * d).contains(&nu) {
+        let rule = "DPFP-ν needs 1 ≤ ν < 2d for keys of width d";
+        return Err(InputError::BadParameter {
+            name: "ν",
+            value: nu,
+            rule,
+        });
+    }
+    all_finite("x", x)?;
     let relu = |v: f64| v.max(0.0);
     let x_tilde: Array1<f64> = x
         .iter()
@@ -42,31 +50,39 @@ pub fn dpfp(x: &ArrayRef1<f64>, nu: usize) -> Array1<f64> {
             phi[(j - 1) * m + i] = x_tilde[i] * x_tilde[(i + m - j) % m];
         }
     }
-    phi
+    finite("DPFP-ν features φ(x)", phi)
 }
 // ANCHOR_END: dpfp
 
 // ANCHOR: favor_plus
 /// FAVOR+ (Choromanski et al. 2021) with projection Ω: (d, r):
 /// φ(x) = exp([Ωᵀx, −Ωᵀx] − ‖x‖²/2) / √(2r) ∈ ℝ^{2r}. For Ω with
-/// N(0, I) columns, E[φ(q)ᵀφ(k)] = exp(qᵀk).
-pub fn favor_plus(x: &ArrayRef1<f64>, omega: &ArrayRef2<f64>) -> Array1<f64> {
-    assert_eq!(
-        x.len(),
-        omega.nrows(),
-        "FAVOR+: x has width {} but Ω is {:?}",
-        x.len(),
-        omega.dim()
-    );
+/// N(0, I) columns, E[φ(q)ᵀφ(k)] = exp(qᵀk). An error if x and Ω
+/// disagree in d, either is not finite, or an exponential overflows.
+pub fn favor_plus(
+    x: &ArrayRef1<f64>,
+    omega: &ArrayRef2<f64>,
+) -> Result<Array1<f64>, InputError> {
+    if x.len() != omega.nrows() {
+        return Err(InputError::ShapeMismatch {
+            left: ("x", [1, x.len()]),
+            right: ("Ω", [omega.nrows(), omega.ncols()]),
+            rule: "FAVOR+ needs one row of Ω per entry of x",
+        });
+    }
+    all_finite("x", x)?;
+    all_finite("Ω", omega)?;
     let r = omega.ncols();
     let u = omega.t().dot(x);
     let half_sq = x.dot(x) / 2.0;
     let scale = 1.0 / ((2 * r) as f64).sqrt();
-    u.iter()
+    let phi = u
+        .iter()
         .copied()
         .chain(u.iter().map(|&u| -u))
         .map(|u| (u - half_sq).exp() * scale)
-        .collect()
+        .collect();
+    finite("FAVOR+ features φ(x)", phi)
 }
 // ANCHOR_END: favor_plus
 
@@ -79,7 +95,7 @@ pub fn favor_projection(rng: &mut impl Rng, d: usize, r: usize) -> Array2<f64> {
     let mut omega = Array2::zeros((d, r));
     for start in (0..r).step_by(d.max(1)) {
         let cols = (r - start).min(d);
-        let block = orthonormal_keys(rng, cols, d); // (cols, d)
+        let block = gram_schmidt(rng, cols, d); // (cols, d), cols ≤ d
         for (c, direction) in block.rows().into_iter().enumerate() {
             let g = Array1::from_shape_simple_fn(d, || standard_normal(rng));
             let length = g.dot(&g).sqrt();
@@ -90,15 +106,35 @@ pub fn favor_projection(rng: &mut impl Rng, d: usize, r: usize) -> Array2<f64> {
 }
 // ANCHOR_END: favor_projection
 
-/// Apply a feature map of one vector to every row of x: (N, d) → (N, p).
+/// Apply a feature map of one vector to every row of x: (N, d) → (N, p);
+/// an error of row t names row t of x.
 pub fn map_rows(
     x: &ArrayRef2<f64>,
-    phi: impl Fn(&ArrayRef1<f64>) -> Array1<f64>,
-) -> Array2<f64> {
-    let rows: Vec<Array1<f64>> =
-        x.rows().into_iter().map(|r| phi(&r)).collect();
+    phi: impl Fn(&ArrayRef1<f64>) -> Result<Array1<f64>, InputError>,
+) -> Result<Array2<f64>, InputError> {
+    let mut rows = Vec::with_capacity(x.nrows());
+    for (t, row) in x.rows().into_iter().enumerate() {
+        rows.push(phi(&row).map_err(|e| e.rows_from(t))?);
+    }
     let p = rows.first().map_or(0, |r| r.len());
-    Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i])
+    Ok(Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i]))
+}
+
+/// An error naming the first entry of a row or matrix that is not finite
+/// (its column in a row, its row and column in a matrix).
+fn all_finite<D: Dimension>(
+    name: &'static str,
+    a: &ArrayRef<f64, D>,
+) -> Result<(), InputError> {
+    let Some(i) = a.iter().position(|v| !v.is_finite()) else {
+        return Ok(());
+    };
+    let value = a.iter().nth(i).copied().unwrap_or(f64::NAN);
+    let at = match a.shape() {
+        [_, cols] => [i / cols, i % cols],
+        _ => [0, i],
+    };
+    Err(InputError::NonFinite { name, at, value })
 }
 
 // ANCHOR: FeatureMap
@@ -115,10 +151,24 @@ pub enum FeatureMap {
 
 impl FeatureMap {
     /// φ of every row of x: (n, d) → (n, p); `omega` is FAVOR+'s Ω: (d, r).
-    pub fn apply(self, x: &ArrayRef2<f64>, omega: &Array2<f64>) -> Array2<f64> {
+    pub fn apply(
+        self,
+        x: &ArrayRef2<f64>,
+        omega: &Array2<f64>,
+    ) -> Result<Array2<f64>, InputError> {
         match self {
-            FeatureMap::EluPlusOne => elu_plus_one(x),
+            FeatureMap::EluPlusOne => {
+                all_finite("x", x)?;
+                Ok(elu_plus_one(x))
+            }
             FeatureMap::Dpfp(nu) => map_rows(x, |r| dpfp(r, nu)),
+            FeatureMap::Favor(r) if omega.ncols() != r => {
+                Err(InputError::ShapeMismatch {
+                    left: ("Ω", [omega.nrows(), omega.ncols()]),
+                    right: ("FAVOR+ r", [omega.nrows(), r]),
+                    rule: "FAVOR+ with r features needs Ω with r columns",
+                })
+            }
             FeatureMap::Favor(_) => map_rows(x, |r| favor_plus(r, omega)),
         }
     }
@@ -237,7 +287,7 @@ mod dpfp_favor_tests {
         for seed in 0..10 {
             for (d, nu) in [(1, 1), (4, 1), (4, 3), (16, 2)] {
                 let x = randn(&mut seeded(seed), 1, d).row(0).to_owned();
-                let phi = dpfp(&x, nu);
+                let phi = dpfp(&x, nu).unwrap();
                 assert_eq!(phi.len(), 2 * nu * d);
                 assert!(phi.iter().all(|&f| f >= 0.0));
             }
@@ -249,7 +299,7 @@ mod dpfp_favor_tests {
         // With x̃ = [relu(x), −relu(x)] the products of a positive and a
         // negative half would be ≤ 0; the correct x̃ makes every one ≥ 0,
         // and a negative input still lights features.
-        let phi = dpfp(&array![-1.0, -2.0], 1);
+        let phi = dpfp(&array![-1.0, -2.0], 1).unwrap();
         assert!(phi.iter().all(|&f| f >= 0.0));
         assert!(phi.iter().any(|&f| f > 0.0));
     }
@@ -259,7 +309,7 @@ mod dpfp_favor_tests {
         let omega = randn(&mut seeded(1), 4, 6);
         for seed in 0..10 {
             let x = randn(&mut seeded(seed), 1, 4).row(0).to_owned();
-            let phi = favor_plus(&x, &omega);
+            let phi = favor_plus(&x, &omega).unwrap();
             assert_eq!(phi.len(), 12);
             assert!(phi.iter().all(|&f| f > 0.0));
         }
@@ -268,10 +318,10 @@ mod dpfp_favor_tests {
     #[test]
     fn map_rows_applies_the_map_row_by_row() {
         let x = randn(&mut seeded(2), 5, 3);
-        let phi = map_rows(&x, |r| dpfp(r, 2));
+        let phi = map_rows(&x, |r| dpfp(r, 2)).unwrap();
         assert_eq!(phi.dim(), (5, 12));
         for t in 0..5 {
-            assert_eq!(phi.row(t), dpfp(&x.row(t), 2));
+            assert_eq!(phi.row(t), dpfp(&x.row(t), 2).unwrap());
         }
     }
 }
@@ -300,7 +350,9 @@ mod feature_map_claims {
                 } else {
                     randn(&mut rng, d, r)
                 };
-                favor_plus(q, &omega).dot(&favor_plus(k, &omega))
+                favor_plus(q, &omega)
+                    .unwrap()
+                    .dot(&favor_plus(k, &omega).unwrap())
             })
             .collect();
         let n = draws as f64;
@@ -409,7 +461,7 @@ mod feature_map_claims {
             let mut lit = Vec::new();
             for (i, &((s1, s2), feature)) in quadrants.iter().enumerate() {
                 let x = array![s1 * sizes[[i, 0]], s2 * sizes[[i, 1]]];
-                let phi = dpfp(&x, 1);
+                let phi = dpfp(&x, 1).unwrap();
                 assert_eq!(phi.len(), 4);
                 let on: Vec<usize> = (0..4).filter(|&j| phi[j] > 0.0).collect();
                 assert_eq!(on, vec![feature], "x = {x}");
@@ -432,7 +484,7 @@ mod feature_map_claims {
         for seed in 0..20 {
             for (d, nu) in [(2, 1), (8, 1), (8, 3), (64, 2)] {
                 let x = randn(&mut seeded(seed), 1, d).row(0).to_owned();
-                let phi = dpfp(&x, nu);
+                let phi = dpfp(&x, nu).unwrap();
                 let lit = phi.iter().filter(|&&f| f > 0.0).count();
                 assert!(2 * lit <= phi.len(), "d {d} ν {nu}: {lit}");
             }
@@ -460,11 +512,11 @@ mod feature_map_claims {
         let mut negative_seen = false;
         for seed in 0..20 {
             let x = randn(&mut seeded(seed), 1, 8).row(0).to_owned();
-            assert!(dpfp(&x, 2).iter().all(|&f| f >= 0.0));
+            assert!(dpfp(&x, 2).unwrap().iter().all(|&f| f >= 0.0));
             negative_seen |= wrong(&x, 2).iter().any(|&f| f < 0.0);
             let negative = x.mapv(|v| -v.abs() - 0.1);
             assert!(wrong(&negative, 2).iter().all(|&f| f == 0.0));
-            assert!(dpfp(&negative, 2).iter().any(|&f| f > 0.0));
+            assert!(dpfp(&negative, 2).unwrap().iter().any(|&f| f > 0.0));
         }
         assert!(negative_seen, "the wrong variant makes negative features");
     }
@@ -474,17 +526,17 @@ mod feature_map_claims {
         // ν = 1 multiplies neighbours of x̃; they can all miss each other
         // only when the signs of x alternate around an odd-length cycle.
         let odd = array![1.0, -2.0, 0.5];
-        assert!(dpfp(&odd, 1).iter().all(|&f| f == 0.0));
-        assert!(dpfp(&odd, 2).iter().any(|&f| f > 0.0));
+        assert!(dpfp(&odd, 1).unwrap().iter().all(|&f| f == 0.0));
+        assert!(dpfp(&odd, 2).unwrap().iter().any(|&f| f > 0.0));
         let even = array![1.0, -2.0, 0.5, -1.0];
-        assert!(dpfp(&even, 1).iter().any(|&f| f > 0.0));
+        assert!(dpfp(&even, 1).unwrap().iter().any(|&f| f > 0.0));
         // Every sign pattern of an even width lights at least one feature.
         for d in [2, 4, 8] {
             for pattern in 0..(1u32 << d) {
                 let x = Array1::from_shape_fn(d, |i| {
                     if pattern >> i & 1 == 1 { 1.0 } else { -1.0 }
                 });
-                assert!(dpfp(&x, 1).iter().any(|&f| f > 0.0), "{x}");
+                assert!(dpfp(&x, 1).unwrap().iter().any(|&f| f > 0.0), "{x}");
             }
         }
     }

@@ -1540,3 +1540,81 @@ fn the_zoology_models_meet_bad_input_with_an_error_at_f64_and_f32() {
     mqar_meets_bad_input_with_an_error(1.0f64, 1e150);
     mqar_meets_bad_input_with_an_error(1.0f32, 1e18);
 }
+
+#[test]
+fn feature_maps_never_return_nan_nor_panic() {
+    // ν comes from the case's chunk size (0, 1, 2, 3, 4 or 100), so it is
+    // sometimes outside 1 ≤ ν < 2d; Ω is kᵀ, whose rows match q's width
+    // only when k has q's width.
+    never_nan_nor_panic(F64, |c| {
+        FeatureMap::Dpfp(c.chunk).apply(&c.q, &Array2::zeros((0, 0)))
+    });
+    never_nan_nor_panic(F64, |c| {
+        let omega = c.k.t().to_owned();
+        let r = omega.ncols() + c.chunk % 2; // a wrong r half the time
+        FeatureMap::Favor(r).apply(&c.q, &omega)
+    });
+    never_nan_nor_panic(F64, |c| {
+        FeatureMap::EluPlusOne.apply(&c.q, &Array2::zeros((0, 0)))
+    });
+}
+
+#[test]
+fn a_feature_maps_bad_parameter_or_input_is_an_error_naming_it() {
+    use listings::appendix::primer::correlated_keys;
+    use listings::linalg::orthonormal_keys;
+    use listings::paper::feature_maps::{dpfp_plane, favor_spread};
+    use listings::phi::{dpfp, favor_plus};
+    let x = ndarray::array![0.5, -1.0];
+    let named = |e: InputError, name: &str| match e {
+        InputError::BadParameter { name: n, .. }
+        | InputError::NonFinite { name: n, .. }
+        | InputError::Overflow { name: n, .. }
+        | InputError::Outside { name: n, .. } => n == name,
+        InputError::ShapeMismatch { left, .. } => left.0 == name,
+        _ => false,
+    };
+    // DPFP-ν: ν = 0 and ν = 2d are refused; ν = 2d − 1 is the widest.
+    for nu in [0, 4] {
+        assert!(named(dpfp(&x.view(), nu).unwrap_err(), "ν"), "ν = {nu}");
+    }
+    assert_eq!(dpfp(&x.view(), 3).unwrap().len(), 12);
+    // A non-finite entry, and products past f64::MAX.
+    let nan = ndarray::array![0.5, f64::NAN];
+    assert!(named(dpfp(&nan.view(), 1).unwrap_err(), "x"));
+    let huge = ndarray::array![1e200, 1e200];
+    assert!(matches!(
+        dpfp(&huge.view(), 1),
+        Err(InputError::Overflow { .. })
+    ));
+    // FAVOR+: Ω with three rows for x of width 2; an exponential past f64.
+    let omega = Array2::from_elem((3, 4), 0.1);
+    assert!(named(favor_plus(&x.view(), &omega).unwrap_err(), "x"));
+    let steep = Array2::from_elem((2, 1), 1e3);
+    let up = ndarray::array![1.0, 1.0];
+    let err = favor_plus(&up.view(), &steep).unwrap_err();
+    assert!(matches!(err, InputError::Overflow { .. }), "{err}");
+    // FeatureMap: r must be Ω's column count; a bad row is named by row.
+    let omega = Array2::from_elem((2, 3), 0.1);
+    let rows = ndarray::array![[0.1, 0.2], [0.3, 0.4], [0.5, f64::NAN]];
+    let err = FeatureMap::Favor(2).apply(&rows, &omega).unwrap_err();
+    assert!(named(err, "Ω"));
+    for map in [FeatureMap::EluPlusOne, FeatureMap::Dpfp(1)] {
+        let err = map.apply(&rows, &omega).unwrap_err();
+        let at = matches!(err, InputError::NonFinite { at: [2, 1], .. });
+        assert!(at, "{}: {err}", map.name());
+    }
+    // The key makers: a fifth orthonormal key in ℝ⁴; ρ outside [0, 1].
+    let mut rng = listings::random::seeded(0);
+    assert!(named(orthonormal_keys(&mut rng, 5, 4).unwrap_err(), "n"));
+    assert!(named(
+        correlated_keys(&mut rng, 3, 4, 1.5).unwrap_err(),
+        "ρ"
+    ));
+    // The chapter's studies: a one-point grid (a 0/0 spacing), a spread of
+    // one draw (0/0 in its variance) and r = 0 (1/√0) are errors, not NaN.
+    assert!(dpfp_plane(1, 1.0).is_err() && dpfp_plane(3, 1.0).is_ok());
+    assert!(named(favor_spread(2, &[1], 1).unwrap_err(), "draws"));
+    assert!(named(favor_spread(2, &[1, 0], 2).unwrap_err(), "r"));
+    assert!(favor_spread(2, &[1], 2).is_ok());
+}

@@ -187,7 +187,8 @@ pub fn capacity_sweep_figure(w: Width) -> String {
 pub fn dpfp_regions(w: Width) -> String {
     let n = 31;
     let extent = 1.0;
-    let grids = listings::paper::feature_maps::dpfp_plane(n, extent);
+    let grids = listings::paper::feature_maps::dpfp_plane(n, extent)
+        .expect("a grid of 31 finite points a side");
     let titles = [
         "x_{1}^{+} x_{2}^{−}",
         "x_{2}^{+} x_{1}^{+}",

@@ -221,20 +221,28 @@ pub fn effective_rank(keys: &ArrayRef2<f64>) -> Result<f64, InputError> {
 /// n unit keys in ℝ^d that share one direction k₀:
 /// k_i ∝ √ρ k₀ + √(1−ρ) g_i, with k₀ and every g_i drawn from N(0, I),
 /// one row each. ρ = 0 gives independent random
-/// keys, ρ = 1 n copies of one key; in between, cosines near ρ.
+/// keys, ρ = 1 n copies of one key; in between, cosines near ρ. A ρ
+/// outside [0, 1] (or NaN) is an error naming it.
 pub fn correlated_keys(
     rng: &mut impl Rng,
     n: usize,
     d: usize,
     rho: f64,
-) -> Array2<f64> {
-    assert!(
-        (0.0..=1.0).contains(&rho),
-        "rho must be in [0, 1], not {rho}"
-    );
+) -> Result<Array2<f64>, InputError> {
+    if !(0.0..=1.0).contains(&rho) {
+        let (name, at, allowed) = ("ρ", [0, 0], "[0, 1]");
+        return Err(InputError::Outside {
+            name,
+            at,
+            value: rho,
+            allowed,
+        });
+    }
     let shared = randn(rng, 1, d);
     let own = randn(rng, n, d);
-    unit_rows(&(&shared * rho.sqrt() + &own * (1.0 - rho).sqrt()))
+    Ok(unit_rows(
+        &(&shared * rho.sqrt() + &own * (1.0 - rho).sqrt()),
+    ))
 }
 // ANCHOR_END: correlated_keys
 

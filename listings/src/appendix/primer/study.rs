@@ -4,6 +4,7 @@
 //! function per output.
 
 use super::{correlated_keys, effective_rank, pairwise_overlaps, rms};
+use crate::input::InputError;
 use crate::linalg::orthonormal_keys;
 use crate::m3::attention::unit_rows;
 use crate::m3::delete_softmax::{RANK_TOL, numerical_rank};
@@ -146,8 +147,14 @@ pub enum KeySet {
 }
 
 impl KeySet {
-    /// n keys of this kind in ℝ^d.
-    pub fn draw(self, rng: &mut impl Rng, n: usize, d: usize) -> Array2<f64> {
+    /// n keys of this kind in ℝ^d; an error for n > d orthonormal keys or
+    /// ρ outside [0, 1].
+    pub fn draw(
+        self,
+        rng: &mut impl Rng,
+        n: usize,
+        d: usize,
+    ) -> Result<Array2<f64>, InputError> {
         match self {
             KeySet::Orthonormal => orthonormal_keys(rng, n, d),
             KeySet::Correlated(rho) => correlated_keys(rng, n, d, rho),
@@ -188,7 +195,8 @@ pub fn effective_rank_study(
             let (mut ranks, mut eranks, mut errors) = (vec![], vec![], vec![]);
             for seed in seeds.clone() {
                 let mut rng = seeded(seed);
-                let keys = set.draw(&mut rng, n, d);
+                let keys =
+                    set.draw(&mut rng, n, d).expect("n ≤ d, ρ in [0, 1]");
                 let values = unit_rows(&randn(&mut rng, n, m));
                 ranks.push(numerical_rank(&keys, RANK_TOL) as f64);
                 eranks.push(effective_rank(&keys).expect("unit keys"));

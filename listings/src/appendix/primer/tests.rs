@@ -17,7 +17,7 @@ fn orthonormal_keys_make_every_cross_term_vanish() {
     for seed in 0..10 {
         for (n, d, m) in [(1, 1, 1), (3, 5, 2), (8, 8, 4), (20, 32, 7)] {
             let mut rng = seeded(seed);
-            let keys = orthonormal_keys(&mut rng, n, d);
+            let keys = orthonormal_keys(&mut rng, n, d).unwrap();
             let values = randn(&mut rng, n, m);
             for i in 0..n {
                 let leak = crosstalk(&keys, &values, i);
@@ -45,7 +45,7 @@ fn no_d_plus_one_vectors_in_d_dimensions_are_orthonormal() {
             assert!(one_hot_total_error(&unit_rows(&keys)) >= 1.0 - 1e-9);
             // The best try: d orthonormal keys and one more unit key.
             keys.slice_mut(s![..d, ..])
-                .assign(&orthonormal_keys(&mut rng, d, d));
+                .assign(&orthonormal_keys(&mut rng, d, d).unwrap());
             let keys = unit_rows(&keys);
             assert_eq!(numerical_rank(&keys, RANK_TOL), d);
             assert!(one_hot_total_error(&keys) >= 1.0 - 1e-9);
@@ -180,8 +180,8 @@ fn singular_values_recover_a_known_spectrum() {
         ] {
             let mut rng = seeded(seed);
             let r = s.len();
-            let a = orthonormal_keys(&mut rng, r, n).reversed_axes();
-            let b = orthonormal_keys(&mut rng, r, d);
+            let a = orthonormal_keys(&mut rng, r, n).unwrap().reversed_axes();
+            let b = orthonormal_keys(&mut rng, r, d).unwrap();
             let s = Array1::from(s);
             let k = a.dot(&Array2::from_diag(&s)).dot(&b);
             let sigma = singular_values(&k).unwrap();
@@ -194,7 +194,7 @@ fn singular_values_recover_a_known_spectrum() {
 fn effective_rank_of_n_orthonormal_keys_is_n() {
     for seed in 0..10 {
         for (n, d) in [(1, 1), (1, 5), (3, 3), (7, 16), (16, 16)] {
-            let keys = orthonormal_keys(&mut seeded(seed), n, d);
+            let keys = orthonormal_keys(&mut seeded(seed), n, d).unwrap();
             let erank = effective_rank(&keys).unwrap();
             assert_relative_eq!(erank, n as f64, max_relative = 1e-9);
             // Scaled all alike, still n.
@@ -218,7 +218,7 @@ fn effective_rank_of_n_copies_of_one_key_is_one() {
             let lengths = randn(&mut rng, n, 1);
             let erank = effective_rank(&(&copies * &lengths)).unwrap();
             assert_relative_eq!(erank, 1.0, max_relative = 1e-9);
-            let rho_one = correlated_keys(&mut rng, n, d, 1.0);
+            let rho_one = correlated_keys(&mut rng, n, d, 1.0).unwrap();
             let erank = effective_rank(&rho_one).unwrap();
             assert_relative_eq!(erank, 1.0, max_relative = 1e-9);
         }
@@ -245,8 +245,8 @@ fn correlated_keys_have_full_rank_but_effective_rank_well_below_count() {
     for seed in 0..10 {
         for (n, d) in [(16, 32), (24, 24), (32, 64)] {
             let mut rng = seeded(seed);
-            let random = correlated_keys(&mut rng, n, d, 0.0);
-            let shared = correlated_keys(&mut rng, n, d, 0.9);
+            let random = correlated_keys(&mut rng, n, d, 0.0).unwrap();
+            let shared = correlated_keys(&mut rng, n, d, 0.9).unwrap();
             // Neither loses a direction: the numerical rank is n, and
             // so for every correlated set of the chapter's table below
             // rho = 1.
@@ -257,7 +257,7 @@ fn correlated_keys_have_full_rank_but_effective_rank_well_below_count() {
                 if let KeySet::Correlated(rho) = set
                     && rho < 1.0
                 {
-                    let keys = correlated_keys(&mut rng, n, d, rho);
+                    let keys = correlated_keys(&mut rng, n, d, rho).unwrap();
                     let rank = numerical_rank(&keys, RANK_TOL);
                     assert_eq!(rank, n, "seed {seed}, rho {rho}");
                 }
@@ -401,7 +401,8 @@ fn a_shared_direction_makes_the_overlaps_near_rho_on_average() {
     for seed in 0..5 {
         for d in [64, 256] {
             for rho in [0.0, 0.3, 0.6, 0.9] {
-                let keys = correlated_keys(&mut seeded(seed), 32, d, rho);
+                let keys =
+                    correlated_keys(&mut seeded(seed), 32, d, rho).unwrap();
                 let o = pairwise_overlaps(&keys).unwrap();
                 let mean = o.mean().unwrap();
                 assert!((mean - rho).abs() < 0.1, "d {d} rho {rho}: {mean}");
@@ -415,7 +416,13 @@ fn a_shared_direction_makes_the_overlaps_near_rho_on_average() {
 }
 
 #[test]
-#[should_panic(expected = "rho must be in [0, 1]")]
 fn correlation_outside_zero_one_is_refused() {
-    correlated_keys(&mut seeded(0), 3, 4, 1.5);
+    for rho in [1.5, -0.1, f64::NAN] {
+        let err = correlated_keys(&mut seeded(0), 3, 4, rho).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("ρ") && text.contains("[0, 1]"), "{text}");
+    }
+    for rho in [0.0, 1.0] {
+        assert!(correlated_keys(&mut seeded(0), 3, 4, rho).is_ok());
+    }
 }

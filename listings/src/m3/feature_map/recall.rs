@@ -67,11 +67,14 @@ pub enum Map {
 impl Map {
     /// φ of every row of x: (n, d) → (n, p). None for softmax, which has
     /// no finite feature map.
-    pub fn features(self, x: &ArrayRef2<f64>) -> Option<Array2<f64>> {
+    pub fn features(
+        self,
+        x: &ArrayRef2<f64>,
+    ) -> Result<Option<Array2<f64>>, InputError> {
         let no_omega = Array2::zeros((x.ncols(), 0)); // only FAVOR+ draws Ω
         match self {
-            Map::Softmax => None,
-            Map::Phi(phi) => Some(phi.apply(x, &no_omega)),
+            Map::Softmax => Ok(None),
+            Map::Phi(phi) => phi.apply(x, &no_omega).map(Some),
         }
     }
 }
@@ -108,7 +111,7 @@ pub fn read_back(
 ) -> Result<Array2<f64>, InputError> {
     check_qkv(k, k, v, false)?;
     let q = k * gain;
-    match (map.features(&q), map.features(k)) {
+    match (map.features(&q)?, map.features(k)?) {
         (Some(phi_q), Some(phi_k)) => {
             linear_attention_memory_first(&phi_q, &phi_k, v)
         }

@@ -304,7 +304,8 @@ pub fn capacity_sweep(
                 for (i, &map) in maps.iter().enumerate() {
                     let o = read_back(map, &k, &v, gain).expect("shapes agree");
                     sum_rule[i].extend(relative_errors(&o, &v));
-                    if let Some(phi_k) = map.features(&k) {
+                    let phi_k = map.features(&k).expect("finite keys");
+                    if let Some(phi_k) = phi_k {
                         let s = best_memory(&phi_k, &v);
                         best[i].extend(relative_errors(&phi_k.dot(&s.t()), &v));
                     }

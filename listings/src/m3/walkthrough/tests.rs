@@ -25,7 +25,7 @@ fn elu(x: &ArrayRef2<f64>) -> Array2<f64> {
 }
 
 fn dpfp2(x: &ArrayRef2<f64>) -> Array2<f64> {
-    map_rows(x, |r| dpfp(r, 2))
+    map_rows(x, |r| dpfp(r, 2)).unwrap()
 }
 
 const SHAPES: [(usize, usize, usize); 5] =

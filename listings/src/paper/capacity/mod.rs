@@ -8,7 +8,7 @@
 //! memory S = Σ_i v_i k_iᵀ is (m, d).
 
 use crate::input::{InputError, check_qkv, finite, nonzero_rows};
-use crate::linalg::{orthonormal_keys, relative_errors};
+use crate::linalg::{gram_schmidt, relative_errors};
 use crate::m3::attention::unit_rows;
 use crate::m3::delete_softmax::sequence_memory;
 use crate::random::randn;
@@ -65,7 +65,7 @@ pub fn orthonormal_then_random(
     let mut keys = Array2::zeros((n, d));
     let fit = n.min(d);
     keys.slice_mut(s![..fit, ..])
-        .assign(&orthonormal_keys(rng, fit, d));
+        .assign(&gram_schmidt(rng, fit, d));
     if n > d {
         let extra = unit_rows(&randn(rng, n - d, d));
         keys.slice_mut(s![d.., ..]).assign(&extra);

@@ -62,7 +62,7 @@ pub fn mapped_keys(
     rng: &mut impl Rng,
     n: usize,
     seed: u64,
-) -> Array2<f64> {
+) -> Result<Array2<f64>, InputError> {
     let keys = randn(rng, n, D);
     map.apply(
         &keys,
@@ -82,7 +82,7 @@ pub fn sweep_point(
 ) -> Result<[f64; 4], InputError> {
     at_least_one_association(n)?;
     let mut rng = seeded(seed);
-    let mapped = mapped_keys(map, &mut rng, n, seed); // φ(k_i): (n, p)
+    let mapped = mapped_keys(map, &mut rng, n, seed)?; // φ(k_i): (n, p)
     let values = unit_rows(&randn(&mut rng, n, M));
     let rank = numerical_rank(&mapped, RANK_TOL) as f64;
     let unit = unit_rows(&mapped); // ‖φ(k_i)‖ = 1
@@ -121,7 +121,7 @@ pub fn setting2_point(
 ) -> Result<[f64; 2], InputError> {
     at_least_one_association(n)?;
     let mut rng = seeded(seed);
-    let keys = unit_rows(&mapped_keys(map, &mut rng, n, seed));
+    let keys = unit_rows(&mapped_keys(map, &mut rng, n, seed)?);
     let mut sum = Array2::zeros((M, keys.ncols()));
     let mut delta = sum.clone();
     let mut last: Vec<Option<Array1<f64>>> = vec![None; n];

@@ -103,7 +103,7 @@ fn more_passes_of_the_delta_rule_bring_it_closer_below_p() {
     {
         let n = 3 * map.width(D) / 4;
         let mut rng = seeded(seed);
-        let unit = unit_rows(&mapped_keys(map, &mut rng, n, seed));
+        let unit = unit_rows(&mapped_keys(map, &mut rng, n, seed).unwrap());
         let values = unit_rows(&randn(&mut rng, n, M));
         let errors: Vec<f64> = [1, PASSES, 3 * PASSES]
             .iter()
@@ -124,7 +124,7 @@ fn with_orthonormal_keys_one_pass_of_the_delta_rule_recalls_exactly() {
     for seed in 0..5 {
         for (n, p) in [(1, 1), (5, 8), (16, 16)] {
             let mut rng = seeded(seed);
-            let keys = orthonormal_keys(&mut rng, n, p);
+            let keys = orthonormal_keys(&mut rng, n, p).unwrap();
             let values = randn(&mut rng, n, 3);
             let errors = delta_rule_recall(&keys, &values, 1).unwrap();
             assert!(errors.iter().all(|&e| e < 1e-12));
@@ -139,7 +139,7 @@ fn when_keys_repeat_the_delta_rule_beats_the_sum_rule() {
     }
     // With orthonormal keys the delta rule is exact: it overwrites.
     for seed in 0..5 {
-        let keys = orthonormal_keys(&mut seeded(seed), 4, 8);
+        let keys = orthonormal_keys(&mut seeded(seed), 4, 8).unwrap();
         let mut rng = seeded(seed + 100);
         let mut w = Array2::zeros((3, 8));
         let mut last = vec![];
@@ -220,18 +220,20 @@ fn elu_plus_one_keys_with_large_negative_entries_are_nearly_orthogonal() {
                     },
                 );
             let unit = unit_rows(
-                &FeatureMap::EluPlusOne.apply(&keys, &Array2::zeros((0, 0))),
+                &FeatureMap::EluPlusOne
+                    .apply(&keys, &Array2::zeros((0, 0)))
+                    .unwrap(),
             );
             let values = unit_rows(&randn(&mut seeded(d as u64), d, M));
             let errors = sum_rule_recall(&unit, &values).unwrap();
             let worst = errors.fold(0.0, |a: f64, &e| a.max(e));
             assert!(worst < 1e-2, "d {d}, L {big}: {worst}");
             // Random keys through elu+1 are far from it.
-            let random =
-                unit_rows(&FeatureMap::EluPlusOne.apply(
-                    &randn(&mut seeded(1), d, d),
-                    &Array2::zeros((0, 0)),
-                ));
+            let random = unit_rows(
+                &FeatureMap::EluPlusOne
+                    .apply(&randn(&mut seeded(1), d, d), &Array2::zeros((0, 0)))
+                    .unwrap(),
+            );
             let e = sum_rule_recall(&random, &values).unwrap();
             if d > 2 {
                 assert!(rms(&e) > 0.3, "d {d}");
@@ -248,10 +250,15 @@ fn each_point_draws_its_projection_from_its_own_seed_apart_from_the_keys() {
     for map in MAPS {
         let mut favor = vec![];
         for seed in 0..SEEDS {
-            let got = mapped_keys(map, &mut seeded(seed), 5, seed);
+            let got = mapped_keys(map, &mut seeded(seed), 5, seed).unwrap();
             let keys = randn(&mut seeded(seed), 5, D);
             let omega = map.projection(&mut seeded(PROJECTION_SEEDS + seed), D);
-            assert_eq!(got, map.apply(&keys, &omega), "{}", map.name());
+            assert_eq!(
+                got,
+                map.apply(&keys, &omega).unwrap(),
+                "{}",
+                map.name()
+            );
             favor.push(got);
         }
         if matches!(map, FeatureMap::Favor(_)) {

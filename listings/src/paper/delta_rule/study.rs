@@ -65,7 +65,7 @@ pub struct AppendixARow {
 /// ℝ^8, unit values in ℝ^4, seed `seed`); then k₂ is written again with v₃.
 pub fn appendix_a_study(betas: &[f64], seed: u64) -> Vec<AppendixARow> {
     let mut rng = crate::random::seeded(seed);
-    let keys = crate::linalg::orthonormal_keys(&mut rng, 2, 8);
+    let keys = crate::linalg::gram_schmidt(&mut rng, 2, 8);
     let values =
         crate::m3::attention::unit_rows(&crate::random::randn(&mut rng, 3, 4));
     let (k1, k2) = (keys.row(0), keys.row(1));

@@ -4,6 +4,7 @@
 //! the chapter shows.
 
 use super::{SpreadRow, favor_spread};
+use crate::input::InputError;
 use crate::memo::once;
 use crate::phi::FeatureMap;
 use crate::random::{randn, seeded};
@@ -63,24 +64,25 @@ pub struct MapRow {
     pub deterministic: bool,
 }
 
-/// Each map of `maps` on `inputs` random vectors of width d (seed 0).
+/// Each map of `maps` on `inputs` random vectors of width d (seed 0); an
+/// error if a map does not fit d (DPFP-ν needs ν < 2d).
 pub fn feature_map_table(
     maps: &[FeatureMap],
     d: usize,
     inputs: usize,
-) -> Vec<MapRow> {
+) -> Result<Vec<MapRow>, InputError> {
     let x = randn(&mut seeded(0), inputs, d);
     maps.iter()
         .map(|&map| {
             let omega = map.projection(&mut seeded(1), d);
-            let phi = map.apply(&x, &omega);
+            let phi = map.apply(&x, &omega)?;
             let work = match map {
                 FeatureMap::EluPlusOne => d,
                 FeatureMap::Dpfp(nu) => 2 * nu * d,
                 FeatureMap::Favor(r) => r * d + 2 * r,
             };
-            let again = map.apply(&x, &map.projection(&mut seeded(2), d));
-            MapRow {
+            let again = map.apply(&x, &map.projection(&mut seeded(2), d))?;
+            Ok(MapRow {
                 map,
                 p: phi.ncols(),
                 work,
@@ -88,7 +90,7 @@ pub fn feature_map_table(
                 zeros: phi.iter().filter(|&&f| f == 0.0).count() as f64
                     / phi.len() as f64,
                 deterministic: again == phi,
-            }
+            })
         })
         .collect()
 }
@@ -147,7 +149,8 @@ pub const TABLE_INPUTS: usize = 50;
 
 /// Output `feature-map-table`.
 pub fn map_table() -> String {
-    let rows = feature_map_table(&TABLE_MAPS, TABLE_D, TABLE_INPUTS);
+    let rows = feature_map_table(&TABLE_MAPS, TABLE_D, TABLE_INPUTS)
+        .expect("every map of the table fits d = 64");
     MapTable {
         d: TABLE_D,
         inputs: TABLE_INPUTS,
@@ -168,5 +171,6 @@ pub fn spread_table() -> String {
 once! {
     /// "Feature maps: elu+1, FAVOR+, DPFP": the spread of FAVOR+.
     chapter_favor_spread: Vec<SpreadRow> =
-        favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+        favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS)
+            .expect("unit-length queries and keys, Ω of width d");
 }

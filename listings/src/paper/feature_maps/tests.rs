@@ -7,7 +7,7 @@ fn dpfp_plane_lights_each_feature_in_its_own_quadrant() {
     // Feature 0 lights quadrant IV (x₁ > 0, x₂ < 0), 1 quadrant I,
     // 2 quadrant II, 3 quadrant III; zero elsewhere, and on the axes.
     let n = 21;
-    let grids = dpfp_plane(n, 1.0);
+    let grids = dpfp_plane(n, 1.0).unwrap();
     assert_eq!(grids.len(), 4, "DPFP-1 of a point in the plane: 4 features");
     let quadrant = |i: usize, j: usize| {
         let (right, up) = (j > n / 2, i < n / 2);
@@ -34,7 +34,7 @@ fn dpfp_plane_lights_each_feature_in_its_own_quadrant() {
 fn favor_plus_spread_matches_its_exact_value_and_falls_like_root_r() {
     // For Ω with N(0, 1) entries the relative spread of the estimate is
     // √(2/r) sinh(‖q + k‖²/2): it halves when r grows fourfold.
-    let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS);
+    let rows = favor_spread(SPREAD_D, &SPREAD_RS, SPREAD_DRAWS).unwrap();
     for row in &rows {
         let ratio = row.iid / row.exact_iid;
         assert!((0.8..1.2).contains(&ratio), "r {}: {ratio}", row.r);
@@ -56,7 +56,7 @@ fn the_spread_is_relative_to_exp_qk_for_a_pair_far_from_orthogonal() {
     // spreads, independent and orthogonal, are still relative to
     // exp(qᵀk): at r = 1, where the two projections are one distribution,
     // each lies within 20% of the exact relative spread.
-    let rows = favor_spread(2, &[1, 4], SPREAD_DRAWS);
+    let rows = favor_spread(2, &[1, 4], SPREAD_DRAWS).unwrap();
     let mut rng = crate::random::seeded(7);
     let q = crate::random::randn(&mut rng, 1, 2);
     let k = crate::random::randn(&mut rng, 1, 2);
@@ -119,7 +119,9 @@ fn dpfp_support_is_set_by_the_signs_and_opposite_signs_are_orthogonal() {
     // Two keys with the same signs light the same features; two with
     // opposite signs in every entry light disjoint ones, so their
     // features are orthogonal.
-    let lit = |x: &Array1<f64>, nu| crate::phi::dpfp(x, nu).mapv(|f| f > 0.0);
+    let lit = |x: &Array1<f64>, nu| {
+        crate::phi::dpfp(x, nu).unwrap().mapv(|f| f > 0.0)
+    };
     for seed in 0..10 {
         let mut rng = seeded(seed);
         for (d, nu) in [(2, 1), (4, 1), (8, 2), (16, 3), (64, 1)] {
@@ -128,8 +130,9 @@ fn dpfp_support_is_set_by_the_signs_and_opposite_signs_are_orthogonal() {
             let same = &size * &x.mapv(f64::signum);
             assert_eq!(lit(&x, nu), lit(&same, nu), "d {d} ν {nu}");
             let opposite = -&same;
-            let overlap =
-                crate::phi::dpfp(&x, nu).dot(&crate::phi::dpfp(&opposite, nu));
+            let overlap = crate::phi::dpfp(&x, nu)
+                .unwrap()
+                .dot(&crate::phi::dpfp(&opposite, nu).unwrap());
             assert_eq!(overlap, 0.0, "d {d} ν {nu}");
             assert!(lit(&x, nu).iter().any(|&b| b), "d {d} ν {nu}");
         }
@@ -146,9 +149,9 @@ fn dpfp_one_lights_nothing_for_alternating_signs_of_odd_width() {
             let x = Array1::from_shape_fn(d, |i| {
                 (size[i] + 0.1) * if i % 2 == 0 { 1.0 } else { -1.0 }
             });
-            assert!(crate::phi::dpfp(&x, 1).iter().all(|&f| f == 0.0));
+            assert!(crate::phi::dpfp(&x, 1).unwrap().iter().all(|&f| f == 0.0));
             for nu in [2, 3] {
-                let phi = crate::phi::dpfp(&x, nu);
+                let phi = crate::phi::dpfp(&x, nu).unwrap();
                 assert!(phi.iter().any(|&f| f > 0.0), "d {d} ν {nu}");
             }
         }
@@ -163,7 +166,7 @@ fn favor_features_range_over_many_orders_of_magnitude() {
     let x = randn(&mut seeded(0), 50, 64);
     for r in [64, 128] {
         let map = FeatureMap::Favor(r);
-        let phi = map.apply(&x, &map.projection(&mut seeded(1), 64));
+        let phi = map.apply(&x, &map.projection(&mut seeded(1), 64)).unwrap();
         for (t, row) in phi.rows().into_iter().enumerate() {
             let lo = row.fold(f64::INFINITY, |a, &b| a.min(b));
             let hi = row.fold(0.0, |a: f64, &b| a.max(b));
@@ -174,7 +177,7 @@ fn favor_features_range_over_many_orders_of_magnitude() {
 
 #[test]
 fn the_table_shows_p_positivity_sparsity_and_randomness() {
-    let rows = feature_map_table(&TABLE_MAPS, TABLE_D, TABLE_INPUTS);
+    let rows = feature_map_table(&TABLE_MAPS, TABLE_D, TABLE_INPUTS).unwrap();
     let p: Vec<usize> = rows.iter().map(|r| r.p).collect();
     assert_eq!(p, vec![64, 128, 256, 384, 128, 256]);
     for r in &rows {

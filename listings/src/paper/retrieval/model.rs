@@ -247,10 +247,13 @@ pub(super) fn phi_forward(
     x: &Array1<f64>,
     omega: &Array2<f64>,
 ) -> Array1<f64> {
+    // The model's keys are finite and its ν and Ω fit its width; a map
+    // that fails here is a defect of the model, not of a reader's input.
+    let why = "the model's keys are finite and its map fits their width";
     match phi {
         Phi::EluPlusOne => elu_plus_one(x),
-        Phi::Dpfp(nu) => dpfp(x, nu),
-        Phi::Favor(_) => favor_plus(x, omega),
+        Phi::Dpfp(nu) => dpfp(x, nu).expect(why),
+        Phi::Favor(_) => favor_plus(x, omega).expect(why),
     }
 }
 

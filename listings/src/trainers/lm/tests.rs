@@ -196,8 +196,8 @@ fn each_heads_output_is_the_chapters_layer() {
                         Mixer::Sum(phi) => {
                             let omega = Array2::zeros((0, 0));
                             match linear_attention_recurrent(
-                                &phi.apply(&q, &omega),
-                                &phi.apply(&k, &omega),
+                                &phi.apply(&q, &omega).unwrap(),
+                                &phi.apply(&k, &omega).unwrap(),
                                 &v,
                             ) {
                                 Ok(y) => y,
@@ -223,8 +223,8 @@ fn each_heads_output_is_the_chapters_layer() {
                                 attention: attn_norm,
                             };
                             match delta_layer(
-                                &phi.apply(&q, &omega),
-                                &phi.apply(&k, &omega),
+                                &phi.apply(&q, &omega).unwrap(),
+                                &phi.apply(&k, &omega).unwrap(),
                                 &v,
                                 &beta,
                                 norms,

@@ -126,7 +126,7 @@ fn weights_with_exact_zeros_still_average_when_their_sum_is_positive() {
     for seed in 0..40 {
         let mut rng = seeded(seed);
         let dpfp = |a: &Array2<f64>| {
-            crate::phi::map_rows(a, |r| crate::phi::dpfp(r, 1))
+            crate::phi::map_rows(a, |r| crate::phi::dpfp(r, 1)).unwrap()
         };
         let phi_q = dpfp(&randn(&mut rng, 20, 6));
         let phi_k = dpfp(&randn(&mut rng, 20, 6));

@@ -87,7 +87,7 @@ fn best_fit(
     n: usize,
 ) -> (f64, usize) {
     let rows = ndarray::s![..n, ..];
-    let phi_k = map.features(&k.slice(rows)).unwrap();
+    let phi_k = map.features(&k.slice(rows)).unwrap().unwrap();
     let v = v.slice(rows);
     let s = best_memory(&phi_k, &v);
     assert_eq!(s.dim(), (v.ncols(), phi_k.ncols()));
@@ -153,7 +153,7 @@ fn sparse_features_can_leave_the_rank_below_p() {
         (0..40)
             .filter(|&seed| {
                 let k = randn(&mut seeded(seed), p, d);
-                let phi = map.features(&k).unwrap();
+                let phi = map.features(&k).unwrap().unwrap();
                 numerical_rank(&phi, RANK_TOL) < p
             })
             .count()
@@ -249,7 +249,7 @@ fn elu_plus_one_features_of_unrelated_keys_point_the_same_way() {
     // large cosine; DPFP's sparse features overlap far less.
     let cosine = |map: Map, seed: u64| {
         let x = randn(&mut seeded(seed), 2, 8);
-        let phi = map.features(&x).unwrap();
+        let phi = map.features(&x).unwrap().unwrap();
         let (a, b) = (phi.row(0), phi.row(1));
         a.dot(&b) / (norm(&a) * norm(&b))
     };

@@ -19,7 +19,7 @@ fn random_layer(
     let w_beta = randn(&mut rng, 1, 6).row(0).to_owned();
     let beta = write_strength(&x, &w_beta).unwrap();
     let phi = |a: &Array2<f64>| match dpfp_nu {
-        Some(nu) => map_rows(a, |r| dpfp(r, nu)),
+        Some(nu) => map_rows(a, |r| dpfp(r, nu)).unwrap(),
         None => elu_plus_one(a),
     };
     (phi(&q), phi(&k), v, beta)

@@ -18,7 +18,7 @@ mod write;
 /// holds v1 at k1 and v2 at k2, as the paper's Appendix A sets it up.
 fn appendix_a(seed: u64, d: usize, m: usize) -> [Array2<f64>; 3] {
     let mut rng = seeded(seed);
-    let keys = orthonormal_keys(&mut rng, 2, d);
+    let keys = orthonormal_keys(&mut rng, 2, d).unwrap();
     let values = randn(&mut rng, 3, m);
     let mut memory = Array2::zeros((m, d));
     fast_weight_write(&mut memory, &values.row(0), &keys.row(0)).unwrap();

@@ -35,7 +35,7 @@ fn a_delta_rewrite_replaces_the_value_at_its_key_a_sum_write_adds_to_it() {
 fn sum_normalised_features_are_weights_that_sum_to_one() {
     for seed in 0..10 {
         let x = randn(&mut seeded(seed), 1, 8).row(0).to_owned();
-        for phi in [elu_plus_one(&x), dpfp(&x, 2)] {
+        for phi in [elu_plus_one(&x), dpfp(&x, 2).unwrap()] {
             let k_bar = sum_normalise(&phi).unwrap();
             assert_relative_eq!(k_bar.sum(), 1.0, epsilon = 1e-12);
             assert!(k_bar.iter().all(|&w| w >= 0.0));
@@ -79,7 +79,7 @@ fn a_sum_normalised_key_has_unit_length_only_when_one_hot() {
 #[test]
 fn sum_normalising_all_zero_features_is_refused() {
     // DPFP of the zero vector is all zeros: 0/0 would be NaN.
-    let err = sum_normalise(&dpfp(&array![0.0, 0.0], 1)).unwrap_err();
+    let err = sum_normalise(&dpfp(&array![0.0, 0.0], 1).unwrap()).unwrap_err();
     assert!(matches!(err, InputError::NonPositive { .. }), "{err}");
 }
 
@@ -471,7 +471,8 @@ fn sum_normalised_reads_are_convex_combinations_of_memory_columns() {
     for seed in 0..10 {
         let mut rng = seeded(seed);
         let w = randn(&mut rng, 5, 24);
-        let q = sum_normalise(&dpfp(&randn(&mut rng, 1, 4).row(0), 3)).unwrap();
+        let q = sum_normalise(&dpfp(&randn(&mut rng, 1, 4).row(0), 3).unwrap())
+            .unwrap();
         let y = w.dot(&q);
         for (i, row) in w.rows().into_iter().enumerate() {
             let lo = row.fold(f64::INFINITY, |a, &b| a.min(b));

@@ -221,7 +221,7 @@ fn read_case(seed: u64, phi: Phi, n: usize, d: usize, len: usize) -> ReadCase {
     let values: Vec<usize> = (0..len).map(|t| (t * 3 + 1) % n).collect();
     let omega = NO_OMEGA(d);
     let f = |x: &Array2<f64>| {
-        map_rows(x, |r| phi_forward(phi, &r.to_owned(), &omega))
+        map_rows(x, |r| Ok(phi_forward(phi, &r.to_owned(), &omega))).unwrap()
     };
     ReadCase {
         keys: k_rows.rows().into_iter().map(|r| r.to_owned()).collect(),
