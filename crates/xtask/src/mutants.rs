@@ -41,6 +41,9 @@ pub struct Plan {
     pub merge_only: bool,
     /// Run every test of `listings` on each mutant, not only its chapter's.
     pub all_tests: bool,
+    /// Judge each mutant by the unit tests whose path contains this, in
+    /// place of the chapter's (for a shared file, its own module's tests).
+    pub tests: Option<String>,
 }
 
 /// The command line after `cargo xtask mutants`.
@@ -50,6 +53,7 @@ pub fn plan(args: &[String]) -> Result<Plan, Failure> {
         shard: (0, 1),
         merge_only: false,
         all_tests: false,
+        tests: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -64,10 +68,14 @@ pub fn plan(args: &[String]) -> Result<Plan, Failure> {
             }
             "--merge-only" => plan.merge_only = true,
             "--all-tests" => plan.all_tests = true,
+            "--tests" => match args.next() {
+                Some(f) if !f.starts_with("--") => plan.tests = Some(f.clone()),
+                _ => return Err(Failure("--tests needs a test path".into())),
+            },
             other => {
                 return Err(Failure(format!(
-                    "unknown mutants argument `{other}` \
-                     (--file PATH, --shard k/n, --all-tests, --merge-only)"
+                    "unknown mutants argument `{other}` (--file PATH, \
+                     --shard k/n, --tests PATH, --all-tests, --merge-only)"
                 )));
             }
         }
@@ -218,8 +226,9 @@ const ABOUT: [&str; 4] = [
     "Made by `cargo xtask mutants` with cargo-mutants 27.1.0: the functions \
      inside the anchors of each file, mutated one change at a time, and on \
      each the unit tests of the file's chapter (cargo test --lib -- \
-     CHAPTER::), or with --all-tests, and for a shared file, every test of \
-     listings (cargo test --tests).",
+     CHAPTER::), or with --tests PATH those whose path contains PATH (the \
+     row's command says), or with --all-tests, and for a shared file run \
+     without --tests, every test of listings (cargo test --tests).",
     "caught: a test failed; missed: every test passed; unviable: the change \
      did not compile; timeout: the tests ran past 600 s. Score: caught over \
      caught + missed + timeout, less the equivalent mutants (missed ones \
@@ -441,7 +450,11 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
             // goes to the build as well as the test: without it each mutant
             // rebuilt and relinked every test binary and example, minutes
             // of the build phase for tests that are then not run.
-            let filter = chapter_tests(file).filter(|_| !plan.all_tests);
+            let filter = plan
+                .tests
+                .clone()
+                .or_else(|| chapter_tests(file))
+                .filter(|_| !plan.all_tests);
             let filter_arg = filter.as_deref().unwrap_or_default();
             match &filter {
                 Some(_) => cargo_args.extend([
@@ -489,7 +502,10 @@ pub fn mutants(args: &[String]) -> Result<(), Failure> {
             machine: machine(),
             date: date.trim().to_string(),
             command: format!(
-                "cargo xtask mutants --file {file} --shard {shard_arg}{}",
+                "cargo xtask mutants --file {file} --shard {shard_arg}{}{}",
+                plan.tests
+                    .as_ref()
+                    .map_or(String::new(), |t| format!(" --tests {t}")),
                 if plan.all_tests { " --all-tests" } else { "" }
             ),
             missed_names,
@@ -547,6 +563,10 @@ mod tests {
         assert!(plan(&args("--shard x")).is_err());
         assert!(plan(&args("--bogus")).is_err());
         assert!(plan(&args("--merge-only")).unwrap().merge_only);
+        let scoped = plan(&args("--file phi.rs --tests phi::")).unwrap();
+        assert_eq!(scoped.tests.as_deref(), Some("phi::"));
+        assert!(plan(&args("--file phi.rs --tests")).is_err());
+        assert!(plan(&args("--tests --all-tests")).is_err());
     }
 
     fn row(file: &str, hash: u64, shard: (usize, usize)) -> Row {
