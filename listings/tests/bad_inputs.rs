@@ -736,6 +736,38 @@ fn the_retrieval_trainer_meets_bad_weights_with_an_error_not_a_nan() {
 }
 
 #[test]
+fn more_episodes_than_one_batch_is_an_error_naming_them() {
+    // Before the check, the fast trainer asserted (a panic).
+    use listings::paper::retrieval::model::{Layer, Params, Phi, Rule, Shape};
+    use listings::paper::retrieval::task::{Setting, episodes};
+    use listings::paper::retrieval::train::Budget;
+    use listings::trainers::retrieval::{Fast, TrainError};
+    let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
+    let params = Params::init(
+        &mut listings::random::seeded(1),
+        Shape::paper(5, 4),
+        layer,
+    );
+    let budget = Budget {
+        batch: 4,
+        ..Budget::paper()
+    };
+    let mut fast = Fast::new(layer, Setting::Repeated, &params, budget);
+    let five = episodes(0, 5, 5, Setting::Repeated).expect("n ≥ 1");
+    let err = fast.gradient(&five).unwrap_err();
+    let named = matches!(
+        err,
+        TrainError::Input(InputError::BadParameter {
+            name: "episodes",
+            value: 5,
+            ..
+        })
+    );
+    assert!(named, "{err}");
+    assert!(fast.gradient(&five[..4]).is_ok());
+}
+
+#[test]
 fn a_retrieval_task_or_budget_with_a_zero_count_is_an_error_naming_it() {
     // Before the checks: n = 0 panicked drawing from 0..0, max_queries = 0
     // indexed an empty list, eval_every = 0 divided by zero, and batch = 0

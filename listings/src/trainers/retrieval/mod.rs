@@ -296,7 +296,13 @@ impl Fast {
     ) -> Result<f64, TrainError> {
         let Shape { n, d, e } = self.shape;
         let b = episodes.len();
-        assert!(b <= self.eq.nrows(), "at most one batch of episodes");
+        if b > self.eq.nrows() {
+            return Err(TrainError::Input(InputError::BadParameter {
+                name: "episodes",
+                value: b,
+                rule: "a gradient takes at most one batch of episodes",
+            }));
+        }
         self.prepare();
         for (i, ep) in episodes.iter().enumerate() {
             self.eq.row_mut(i).assign(&self.params.emb.row(ep.query));
