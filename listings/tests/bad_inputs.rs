@@ -1650,3 +1650,51 @@ fn a_feature_maps_bad_parameter_or_input_is_an_error_naming_it() {
     assert!(named(favor_spread(2, &[1, 0], 2).unwrap_err(), "r"));
     assert!(favor_spread(2, &[1], 2).is_ok());
 }
+
+#[test]
+fn a_language_model_run_the_trainer_cannot_use_is_an_error_naming_it() {
+    // Before the check: heads = 0 or every = 0 divided by zero, heads that
+    // do not split d dropped the rest of the width, a byte past the vocab
+    // indexed past the embedding, a text no longer than a window drew from
+    // an empty range, and fewer windows than a batch averaged over none
+    // (a NaN score, recorded as a divergence).
+    use listings::paper::language_model::study::{Run, plan};
+    use listings::trainers::lm::{text::Corpus, train};
+    let text = |len: usize| (0..len).map(|i| (i * 7 % 256) as u8).collect();
+    let corpus = Corpus {
+        train: text(400),
+        valid: text(100),
+        test: text(100),
+    };
+    let mut tiny = plan()[0];
+    tiny.budget.batch = 2;
+    tiny.budget.context = 8;
+    tiny.budget.steps = 1;
+    tiny.budget.first = 1;
+    tiny.budget.every = 1;
+    tiny.budget.valid_windows = 2;
+    tiny.budget.test_windows = 2;
+    let outcome = train(&tiny, &corpus).expect("a run it can use");
+    assert!(outcome.test.is_some_and(f64::is_finite), "{outcome:?}");
+    type Spoil = fn(&mut Run, &mut Corpus);
+    let broken: [(&str, Spoil); 8] = [
+        ("heads", |r, _| r.shape.heads = 0),
+        ("d", |r, _| r.shape.heads = 3),
+        ("vocab", |r, _| r.shape.vocab = 128),
+        ("every", |r, _| r.budget.every = 0),
+        ("batch", |r, _| r.budget.batch = 0),
+        ("test_windows", |r, _| r.budget.test_windows = 1),
+        ("valid text bytes", |_, c| c.valid.truncate(9)),
+        ("train text bytes", |_, c| c.train.clear()),
+    ];
+    for (name, spoil) in broken {
+        let (mut run, mut text) = (tiny, corpus.clone());
+        spoil(&mut run, &mut text);
+        let err = match catch_unwind(AssertUnwindSafe(|| train(&run, &text))) {
+            Err(_) => panic!("{name}: the trainer panicked"),
+            Ok(result) => result.expect_err(name),
+        };
+        let named = matches!(err, InputError::BadParameter { name: n, .. } if n == name);
+        assert!(named, "{name}: {err}");
+    }
+}

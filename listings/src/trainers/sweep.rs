@@ -191,7 +191,9 @@ pub fn run_lm(
     run_each(
         runs,
         threads,
-        |run| Ok(crate::trainers::lm::train(run, &corpus)),
+        |run| {
+            crate::trainers::lm::train(run, &corpus).map_err(|e| e.to_string())
+        },
         lm_study::Record::of,
         done,
     )

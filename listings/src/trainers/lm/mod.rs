@@ -10,6 +10,7 @@ pub mod text;
 #[cfg(test)]
 mod tests;
 
+use crate::input::{InputError, at_least_one};
 use crate::paper::language_model::study::{Record, Run, name};
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
@@ -95,8 +96,10 @@ fn score(
 /// Train `run` on `corpus`: random training windows, the mean
 /// cross-entropy of every position, Adam on the clipped gradient;
 /// validation after `first` steps and every `every`; stop at the first loss or gradient
-/// that is not finite and record the step.
-pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
+/// that is not finite and record the step. A budget or text the run cannot
+/// use is an error naming it (see [`check`]).
+pub fn train(run: &Run, corpus: &Corpus) -> Result<Outcome, InputError> {
+    check(run, corpus)?;
     let b = run.budget;
     let model = model(run);
     let mut rng = seeded(run.seed);
@@ -122,7 +125,7 @@ pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
         let norm = grad.0.iter().map(|g| g * g).sum::<f32>().sqrt();
         if !loss.is_finite() || !norm.is_finite() {
             outcome.diverged_at = Some(step);
-            return outcome;
+            return Ok(outcome);
         }
         if norm > b.clip as f32 {
             let shrink = b.clip as f32 / norm;
@@ -140,7 +143,7 @@ pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
             );
             if !v.is_finite() {
                 outcome.diverged_at = Some(step);
-                return outcome;
+                return Ok(outcome);
             }
             outcome.curve.push((step, v));
         }
@@ -157,6 +160,49 @@ pub fn train(run: &Run, corpus: &Corpus) -> Outcome {
     if outcome.test.is_none() {
         outcome.diverged_at = Some(b.steps);
     }
-    outcome
+    Ok(outcome)
 }
 // ANCHOR_END: lm_train
+
+/// What `train` needs of a run and its text, each refused with an error
+/// naming it: heads that split the width evenly, a token for every byte
+/// value, at least one sequence, byte of context and step between
+/// validations, at least one batch of windows to score, and each part of
+/// the text longer than a window (context + 1 bytes).
+pub fn check(run: &Run, corpus: &Corpus) -> Result<(), InputError> {
+    let (s, b) = (run.shape, run.budget);
+    let bad =
+        |name, value, rule| InputError::BadParameter { name, value, rule };
+    at_least_one("heads", s.heads, "the width splits into heads")?;
+    if s.d % s.heads != 0 {
+        return Err(bad("d", s.d, "the width must split evenly into heads"));
+    }
+    if s.vocab < 256 {
+        return Err(bad("vocab", s.vocab, "every byte value is a token"));
+    }
+    let rule = "a step, a window and a validation interval need at least one";
+    at_least_one("batch", b.batch, rule)?;
+    at_least_one("context", b.context, rule)?;
+    at_least_one("every", b.every, rule)?;
+    let whole = "a score averages at least one whole batch of windows";
+    for (name, windows) in [
+        ("valid_windows", b.valid_windows),
+        ("test_windows", b.test_windows),
+    ] {
+        if windows < b.batch {
+            return Err(bad(name, windows, whole));
+        }
+    }
+    let span = b.context + 1;
+    let longer = "each part of the text is longer than one window";
+    for (name, part) in [
+        ("train text bytes", &corpus.train),
+        ("valid text bytes", &corpus.valid),
+        ("test text bytes", &corpus.test),
+    ] {
+        if part.len() <= span {
+            return Err(bad(name, part.len(), longer));
+        }
+    }
+    Ok(())
+}

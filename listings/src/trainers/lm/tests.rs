@@ -281,7 +281,7 @@ fn the_first_validation_point_and_a_divergence_retrain_to_the_committed_numbers(
         // Only as far as the first validation point; a small test score.
         run.budget.steps = run.budget.first;
         run.budget.test_windows = run.budget.batch;
-        let outcome = super::train(&run, &corpus);
+        let outcome = super::train(&run, &corpus).unwrap();
         let want = &records[i];
         assert_eq!(outcome.diverged_at, want.diverged_at, "{name}");
         if want.diverged_at.is_none() {
