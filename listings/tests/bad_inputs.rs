@@ -1649,6 +1649,15 @@ fn a_feature_maps_bad_parameter_or_input_is_an_error_naming_it() {
     assert!(named(favor_spread(2, &[1], 1).unwrap_err(), "draws"));
     assert!(named(favor_spread(2, &[1, 0], 2).unwrap_err(), "r"));
     assert!(favor_spread(2, &[1], 2).is_ok());
+    // The table of maps: width 0 or no inputs (a 0/0 share of zeros), and
+    // a ν too wide for d.
+    use listings::paper::feature_maps::study::feature_map_table;
+    let elu = [FeatureMap::EluPlusOne];
+    assert!(named(feature_map_table(&elu, 0, 5).unwrap_err(), "d"));
+    assert!(named(feature_map_table(&elu, 4, 0).unwrap_err(), "inputs"));
+    let wide = [FeatureMap::Dpfp(8)];
+    assert!(named(feature_map_table(&wide, 4, 5).unwrap_err(), "ν"));
+    assert!(feature_map_table(&elu, 4, 5).is_ok());
 }
 
 #[test]

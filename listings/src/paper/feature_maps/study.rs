@@ -4,7 +4,7 @@
 //! the chapter shows.
 
 use super::{SpreadRow, favor_spread};
-use crate::input::InputError;
+use crate::input::{InputError, at_least_one};
 use crate::memo::once;
 use crate::phi::FeatureMap;
 use crate::random::{randn, seeded};
@@ -52,6 +52,7 @@ impl fmt::Display for SpreadTable {
 }
 
 /// What one feature map gives, for keys of width d.
+#[derive(Debug)]
 pub struct MapRow {
     pub map: FeatureMap,
     pub p: usize,
@@ -65,12 +66,16 @@ pub struct MapRow {
 }
 
 /// Each map of `maps` on `inputs` random vectors of width d (seed 0); an
-/// error if a map does not fit d (DPFP-ν needs ν < 2d).
+/// error if a map does not fit d (DPFP-ν needs ν < 2d), or if d or
+/// `inputs` is 0 (no feature to count).
 pub fn feature_map_table(
     maps: &[FeatureMap],
     d: usize,
     inputs: usize,
 ) -> Result<Vec<MapRow>, InputError> {
+    let rule = "the table counts the features of at least one input";
+    at_least_one("d", d, rule)?;
+    at_least_one("inputs", inputs, rule)?;
     let x = randn(&mut seeded(0), inputs, d);
     maps.iter()
         .map(|&map| {
