@@ -1707,3 +1707,18 @@ fn a_language_model_run_the_trainer_cannot_use_is_an_error_naming_it() {
         assert!(named, "{name}: {err}");
     }
 }
+
+#[test]
+fn a_tracking_accuracy_over_no_sequences_is_an_error_not_a_nan() {
+    use listings::after::spectrum::tracking::model::Params;
+    use listings::after::spectrum::tracking::study::plan;
+    use listings::trainers::tracking::last_bit_accuracy;
+    let run = plan()[0];
+    let params = Params::init(&mut listings::random::seeded(0), run.model);
+    let err = last_bit_accuracy(&run, &params, &[]).unwrap_err();
+    let named = matches!(err, InputError::BadParameter { name: "seqs", .. });
+    assert!(named, "{err}");
+    let one = run.model.task.sample(&mut listings::random::seeded(1), 3);
+    let share = last_bit_accuracy(&run, &params, &[one]).unwrap();
+    assert!(share == 0.0 || share == 1.0, "{share}");
+}

@@ -6,7 +6,7 @@
 use crate::after::spectrum::tracking::model::{Params, run_sequence};
 use crate::after::spectrum::tracking::study::{LENGTHS, Run, TRAIN_MAX};
 use crate::after::spectrum::tracking::task::Sequence;
-use crate::input::InputError;
+use crate::input::{InputError, at_least_one};
 use crate::paper::retrieval::adam::{Adam, Weights};
 use crate::random::seeded;
 use rand::Rng;
@@ -21,12 +21,14 @@ pub fn test_set(run: &Run, bits: usize) -> Vec<Sequence> {
         .collect()
 }
 
-/// The share of `seqs` whose last bit `params` labels right.
+/// The share of `seqs` whose last bit `params` labels right; no
+/// sequences is an error (a share of none is 0/0).
 pub fn last_bit_accuracy(
     run: &Run,
     params: &Params,
     seqs: &[Sequence],
 ) -> Result<f64, InputError> {
+    at_least_one("seqs", seqs.len(), "a share needs one sequence")?;
     let mut right = 0;
     for s in seqs {
         right +=
