@@ -7,7 +7,42 @@ use crate::paper::retrieval::model::{FwmPhi, Layer, Phi, Rule};
 use crate::paper::retrieval::study::*;
 use crate::paper::retrieval::sweep::*;
 use crate::paper::retrieval::task::Setting;
-use crate::paper::retrieval::train::{Outcome, Stop};
+use crate::paper::retrieval::train::{Outcome, Run, Stop};
+
+/// The most runs a lane asks for: every Setting 1 size with the first
+/// seed, and the other seeds at two boundary sizes.
+const MOST_RUNS: usize = SETTING1_MAX / STEP + 2 * (SEEDS.len() - 1);
+
+/// Ask `next_run` for a lane's runs until it says the lane is done, each
+/// recorded as `result` says. A lane that asks for more than `MOST_RUNS`
+/// would never end: it fails here instead of looping.
+fn drive(
+    layer: Layer,
+    setting: Setting,
+    done: &mut Vec<Record>,
+    result: impl Fn(&Run) -> Record,
+) {
+    for _ in 0..=MOST_RUNS {
+        match next_run(layer, setting, done) {
+            Some(r) => done.push(result(&r)),
+            None => return,
+        }
+    }
+    panic!(
+        "{}: over {MOST_RUNS} runs, a lane without end",
+        layer.name()
+    );
+}
+
+/// The record of a run that did not solve its task.
+fn unsolved(r: &Run) -> Record {
+    let outcome = Outcome {
+        best_loss: 0.3,
+        steps: 100,
+        stop: Stop::NoImprovement,
+    };
+    Record::new(r, &outcome)
+}
 
 fn record(n: usize, seed: u64, solved: bool) -> Record {
     let layer = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
@@ -37,18 +72,19 @@ fn a_lane_stops_three_unsolved_sizes_past_its_last_solved_one() {
         done.push(record(n, 1, false));
     }
     // Then the boundary, 80 and 100, with seeds 2 and 3.
-    let mut extra = Vec::new();
-    while let Some(r) = next_run(layer, Setting::Distinct, &done) {
-        extra.push((r.shape.n, r.seed));
-        done.push(record(r.shape.n, r.seed, false));
-    }
+    let before = done.len();
+    drive(layer, Setting::Distinct, &mut done, |r| {
+        record(r.shape.n, r.seed, false)
+    });
+    let extra: Vec<(usize, u64)> =
+        done[before..].iter().map(|r| (r.n, r.seed)).collect();
     assert_eq!(extra, vec![(80, 2), (80, 3), (100, 2), (100, 3)]);
     // A lane that solves every size stops at n = 600, then trains the
     // other seeds at 600 alone.
     let mut done = Vec::new();
-    while let Some(r) = next_run(layer, Setting::Distinct, &done) {
-        done.push(record(r.shape.n, r.seed, true));
-    }
+    drive(layer, Setting::Distinct, &mut done, |r| {
+        record(r.shape.n, r.seed, true)
+    });
     let first: Vec<usize> =
         done.iter().filter(|r| r.seed == 1).map(|r| r.n).collect();
     assert_eq!(first, (1..=30).map(|i| 20 * i).collect::<Vec<_>>());
@@ -64,19 +100,13 @@ fn a_lane_stops_three_unsolved_sizes_past_its_last_solved_one() {
 fn setting_2_lanes_run_every_size_once() {
     let layer = Layer::Linear(Phi::EluPlusOne, Rule::Delta);
     let mut done = Vec::new();
-    while let Some(r) = next_run(layer, Setting::Repeated, &done) {
-        done.push(Record::new(
-            &r,
-            &Outcome {
-                best_loss: 0.3,
-                steps: 100,
-                stop: Stop::NoImprovement,
-            },
-        ));
-    }
+    drive(layer, Setting::Repeated, &mut done, unsolved);
     let ns: Vec<usize> = done.iter().map(|r| r.n).collect();
     assert_eq!(ns, vec![20, 40, 60, 80, 100]);
     for map in [FwmPhi::Map(Phi::Dpfp(1)), FwmPhi::Tanh] {
+        // The lane ends (checked without `planned_runs`, whose loop would
+        // not), then `planned_runs` plans it.
+        drive(Layer::Fwm(map), Setting::Repeated, &mut vec![], unsolved);
         let ns: Vec<usize> =
             planned_runs(Layer::Fwm(map), Setting::Repeated, &[])
                 .iter()
@@ -217,7 +247,7 @@ fn committed_results_follow_the_plan_run_by_run() {
             .filter(|r| r.setting == setting.name() && r.layer == layer.name())
             .collect();
         let mut done: Vec<Record> = Vec::new();
-        while let Some(run) = next_run(layer, setting, &done) {
+        drive(layer, setting, &mut done, |run| {
             let r = lane
                 .iter()
                 .find(|r| r.n == run.shape.n && r.seed == run.seed)
@@ -234,8 +264,8 @@ fn committed_results_follow_the_plan_run_by_run() {
                 r.best_loss.is_finite()
                     && r.steps <= budget_for(layer).max_steps
             );
-            done.push((*r).clone());
-        }
+            (*r).clone()
+        });
         assert_eq!(done.len(), lane.len(), "{}: extra runs", layer.name());
         seen += lane.len();
     }
@@ -387,6 +417,9 @@ fn the_estimate_counts_a_setting_1_lanes_next_sizes_and_seeds() {
     // the first seed, then the boundary (20, 40) with two more seeds.
     let layer = Layer::Linear(Phi::EluPlusOne, Rule::Sum);
     let done = [record(20, 1, true), record(40, 1, false)];
+    drive(layer, Setting::Distinct, &mut done.to_vec(), |r| {
+        record(r.shape.n, r.seed, false)
+    });
     let left: Vec<(usize, u64)> = planned_runs(layer, Setting::Distinct, &done)
         .iter()
         .map(|r| (r.shape.n, r.seed))
