@@ -2,7 +2,9 @@
 //! that must not be empty, values that must be finite. A bad input is an
 //! error that names the problem, never a silent broadcast or a NaN.
 
-use ndarray::{Array, ArrayRef1, ArrayRef2, Axis, Dimension, LinalgScalar};
+use ndarray::{
+    Array, ArrayRef, ArrayRef1, ArrayRef2, Axis, Dimension, LinalgScalar,
+};
 use std::fmt;
 
 /// What is wrong with an input, in words a reader can act on.
@@ -148,6 +150,26 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 impl InputError {
+    /// The error of one vector (entry i at [i, 0]) that is row `t` of a
+    /// matrix, placed in the matrix: entry i of row t is at [t, i].
+    pub fn in_row(self, t: usize) -> InputError {
+        use InputError::*;
+        let place = |at: [usize; 2]| [t, at[0]];
+        match self {
+            NonFinite { name, at, value } => NonFinite {
+                name,
+                at: place(at),
+                value,
+            },
+            Overflow { name, at, value } => Overflow {
+                name,
+                at: place(at),
+                value,
+            },
+            other => other,
+        }
+    }
+
     /// The same error, its row counted from `rows` earlier: for a check
     /// made on one chunk of a longer sequence.
     pub fn below(self, rows: usize) -> InputError {
@@ -264,15 +286,36 @@ pub fn finite<T: Entry, D: Dimension>(
     {
         return Ok(a);
     }
-    let Some(i) = a.iter().position(|x| !x.finite()) else {
-        return Ok(a);
-    };
+    match first_bad(&a) {
+        Some((at, value)) => Err(InputError::Overflow { name, at, value }),
+        None => Ok(a),
+    }
+}
+
+/// Every entry of an input `a` (a vector or a matrix) is finite; a NaN or
+/// ±∞ is an error naming it and its position, as [`finite`] places it.
+pub fn all_finite<T: Entry, D: Dimension>(
+    name: &'static str,
+    a: &ArrayRef<T, D>,
+) -> Result<(), InputError> {
+    match first_bad(a) {
+        Some((at, value)) => Err(InputError::NonFinite { name, at, value }),
+        None => Ok(()),
+    }
+}
+
+/// The first NaN or ±∞ of `a` and its value: row and column of a matrix,
+/// index and 0 of a vector.
+fn first_bad<T: Entry, D: Dimension>(
+    a: &ArrayRef<T, D>,
+) -> Option<([usize; 2], f64)> {
+    let i = a.iter().position(|x| !x.finite())?;
     let value = a.iter().nth(i).map_or(f64::NAN, |x| x.widen());
     let at = match a.shape() {
         [_, cols] => [i / cols, i % cols],
         _ => [i, 0],
     };
-    Err(InputError::Overflow { name, at, value })
+    Some((at, value))
 }
 
 /// Every row of `a` sums to a finite number above zero, as the sum

@@ -4,7 +4,7 @@
 //!
 //! Chapter "Delete the softmax" uses elu+1 (Katharopoulos et al. 2020).
 
-use crate::input::{InputError, finite};
+use crate::input::{InputError, all_finite, finite};
 use crate::linalg::gram_schmidt;
 use crate::random::standard_normal;
 use ndarray::{
@@ -114,27 +114,10 @@ pub fn map_rows(
 ) -> Result<Array2<f64>, InputError> {
     let mut rows = Vec::with_capacity(x.nrows());
     for (t, row) in x.rows().into_iter().enumerate() {
-        rows.push(phi(&row).map_err(|e| e.rows_from(t))?);
+        rows.push(phi(&row).map_err(|e| e.in_row(t))?);
     }
     let p = rows.first().map_or(0, |r| r.len());
     Ok(Array2::from_shape_fn((rows.len(), p), |(t, i)| rows[t][i]))
-}
-
-/// An error naming the first entry of a row or matrix that is not finite
-/// (its column in a row, its row and column in a matrix).
-fn all_finite<D: Dimension>(
-    name: &'static str,
-    a: &ArrayRef<f64, D>,
-) -> Result<(), InputError> {
-    let Some(i) = a.iter().position(|v| !v.is_finite()) else {
-        return Ok(());
-    };
-    let value = a.iter().nth(i).copied().unwrap_or(f64::NAN);
-    let at = match a.shape() {
-        [_, cols] => [i / cols, i % cols],
-        _ => [0, i],
-    };
-    Err(InputError::NonFinite { name, at, value })
 }
 
 // ANCHOR: FeatureMap

@@ -1636,6 +1636,11 @@ fn a_feature_maps_bad_parameter_or_input_is_an_error_naming_it() {
         let at = matches!(err, InputError::NonFinite { at: [2, 1], .. });
         assert!(at, "{}: {err}", map.name());
     }
+    // An overflow of row 1's features is placed in row 1, at its feature.
+    let big = ndarray::array![[0.1, 0.2], [1e200, 1e200]];
+    let err = FeatureMap::Dpfp(1).apply(&big, &omega).unwrap_err();
+    let at = matches!(err, InputError::Overflow { at: [1, _], .. });
+    assert!(at, "{err}");
     // The key makers: a fifth orthonormal key in ℝ⁴; ρ outside [0, 1].
     let mut rng = listings::random::seeded(0);
     assert!(named(orthonormal_keys(&mut rng, 5, 4).unwrap_err(), "n"));
